@@ -1,0 +1,250 @@
+"""Data moves between GM and the on-chip buffers, and between on-chip buffers.
+
+GM moves (``GmMove`` subclasses) are described as ``block_count`` blocks of ``block_len`` bytes,
+``stride`` bytes apart on the GM side. Their cost on their own pipe is the GM latency (head,
+charged only when the pipe was idle) plus the bytes charged over the core's rate for the path.
+Bytes are charged in whole bursts: each block is rounded out to ``gm_burst_bytes`` boundaries,
+so small and unaligned moves cost what they cost on the chip (HWC-2201). The engine adds the
+shared HBM/L2 bandwidth on top (see ``npusim/bandwidth.py``).
+
+Modelled: DataCopy (contiguous and with DataCopyParams strides), DataCopyPad (byte-exact lengths
+with 32-byte padding on the local side), atomic-add writes to GM, UB->UB, L1->UB and UB->L1.
+Not modelled: the 70 % bandwidth of 32-byte aligned GM addresses, same-address serialisation.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from npusim.isa.base import Instr, Pipe
+from npusim.errors import NpusimError
+
+
+def blocks_view(store, addr: int, count: int, length: int, stride: int) -> np.ndarray:
+    """A (count, length) uint8 view of ``count`` blocks ``stride`` bytes apart. No copy."""
+    data = store.data
+    if count == 1 or stride == length:
+        return data[addr:addr + count * length].reshape(count, length)
+    return as_strided(data[addr:], shape=(count, length), strides=(stride, 1))
+
+
+def block_span(addr: int, count: int, length: int, stride: int) -> int:
+    """Bytes from ``addr`` to the end of the last block."""
+    return (count - 1) * stride + length if count else 0
+
+
+def burst_bytes(addr: int, count: int, length: int, stride: int, burst: int) -> int:
+    """Bytes charged when each block is rounded out to whole bursts."""
+    if count == 1 or stride == length and (addr % burst == 0 or count == 1):
+        return (-(-(addr + count * length) // burst) - addr // burst) * burst
+    starts = addr + stride * np.arange(count, dtype=np.int64)
+    return int(((-(-(starts + length) // burst)) - starts // burst).sum()) * burst
+
+
+RATE_KEYS = {  # (src kind, dst kind) -> (pipe, rate key of the chip model)
+    ("GM", "UB"): (Pipe.MTE2, "gm_to_ub_bytes_per_cycle"),
+    ("GM", "L1"): (Pipe.MTE2, "gm_to_l1_bytes_per_cycle"),
+    ("UB", "GM"): (Pipe.MTE3, "ub_to_gm_bytes_per_cycle"),
+    ("UB", "UB"): (Pipe.V, "ub_to_ub_bytes_per_cycle"),
+    ("UB", "L1"): (Pipe.MTE3, "ub_to_l1_bytes_per_cycle"),
+    ("L1", "UB"): (Pipe.MTE1, "l1_to_ub_bytes_per_cycle"),
+}
+
+
+def route(src_kind: str, dst_kind: str) -> tuple[str, str]:
+    try:
+        return RATE_KEYS[(src_kind, dst_kind)]
+    except KeyError:
+        raise NpusimError(f"no data path {src_kind}->{dst_kind}; paths: "
+                          f"{', '.join(f'{a}->{b}' for a, b in RATE_KEYS)}") from None
+
+
+def check_path(chip, rate_key: str, what: str) -> None:
+    if getattr(chip, rate_key) <= 0:
+        raise NpusimError(f"{what}: chip {chip.name!r} has no such path ({rate_key} = 0)")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GmMove(Instr):
+    """Base of every move with one side in GM. Subclasses give the GM-side block geometry."""
+
+    touches_gm: ClassVar[bool] = True
+
+    def gm_geometry(self) -> tuple[int, int, int, int]:
+        """(addr, block_count, block_len, stride) of the GM side, in bytes."""
+        raise NotImplementedError
+
+    @property
+    def gm_write(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def rate_key(self) -> str:
+        raise NotImplementedError
+
+    def gm_span(self) -> tuple[int, int]:
+        addr, count, length, stride = self.gm_geometry()
+        return addr, addr + block_span(addr, count, length, stride)
+
+    def charged_bytes(self, chip) -> int:
+        return burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
+
+    def head(self, chip) -> float:
+        return chip.gm_latency_cycles
+
+    def body(self, chip) -> float:
+        return self.charged_bytes(chip) / getattr(chip, self.rate_key)
+
+    def validate(self, chip) -> None:
+        check_path(chip, self.rate_key, self.name)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DataCopy(GmMove):
+    """DataCopy / DataCopyPad between GM and UB or L1 (either direction).
+
+    ``block_count`` blocks of ``block_len`` bytes; ``src_stride`` and ``dst_stride`` are the
+    distances in bytes between block starts on each side. ``pad_value`` (GM->local only) fills the
+    local side of each block up to ``dst_stride`` bytes, as DataCopyPad's isPad does. ``atomic``
+    (local->GM only) adds into GM in the tensor's dtype instead of overwriting (SetAtomicAdd).
+    """
+
+    name: ClassVar[str] = "data_copy"
+    dst: object
+    src: object
+    block_count: int = 1
+    block_len: int
+    src_stride: int
+    dst_stride: int
+    pad_value: float | None = None
+    atomic: bool = False
+
+    def __post_init__(self):
+        if self.block_count < 0 or self.block_len < 0:
+            raise NpusimError(f"data_copy: negative size (block_count={self.block_count}, "
+                              f"block_len={self.block_len})")
+        if (self.src.kind == "GM") == (self.dst.kind == "GM"):
+            raise NpusimError("data_copy: exactly one side must be GM; use local_copy otherwise")
+        self.src.check(block_span(0, self.block_count, self.block_len, self.src_stride),
+                       "data_copy read")
+        dst_len = self.dst_stride if self.pad_value is not None else self.block_len
+        self.dst.check(block_span(0, self.block_count, dst_len, self.dst_stride),
+                       "data_copy write")
+
+    @property
+    def pipe(self) -> str:
+        return route(self.src.kind, self.dst.kind)[0]
+
+    @property
+    def rate_key(self) -> str:
+        return route(self.src.kind, self.dst.kind)[1]
+
+    @property
+    def gm_write(self) -> bool:
+        return self.dst.kind == "GM"
+
+    def gm_geometry(self):
+        side, stride = (self.dst, self.dst_stride) if self.gm_write else (self.src, self.src_stride)
+        return side.addr, self.block_count, self.block_len, stride
+
+    def execute(self) -> None:
+        if not self.block_count or not self.block_len:
+            return
+        s = blocks_view(self.src.store, self.src.addr, self.block_count, self.block_len,
+                        self.src_stride)
+        d = blocks_view(self.dst.store, self.dst.addr, self.block_count, self.block_len,
+                        self.dst_stride)
+        if self.atomic:
+            dt = self.dst.dtype
+            d.view(dt)[...] = d.view(dt) + s.view(dt)
+        else:
+            d[...] = s
+        if self.pad_value is not None and self.dst_stride > self.block_len:
+            pad = self.dst_stride - self.block_len
+            full = blocks_view(self.dst.store, self.dst.addr + self.block_len, self.block_count,
+                               pad, self.dst_stride)
+            fill = np.full(pad // self.dst.dtype.itemsize, self.pad_value, self.dst.dtype)
+            full[...] = fill.view(np.uint8)
+
+    def reads(self) -> tuple:
+        return ((self.src.store, self.src.addr,
+                 self.src.addr + block_span(0, self.block_count, self.block_len, self.src_stride)),)
+
+    def writes(self) -> tuple:
+        dst_len = self.dst_stride if self.pad_value is not None else self.block_len
+        return ((self.dst.store, self.dst.addr,
+                 self.dst.addr + block_span(0, self.block_count, dst_len, self.dst_stride)),)
+
+    def moved_bytes(self) -> int:
+        return self.block_count * self.block_len
+
+    def path(self) -> str:
+        return f"{self.src.kind}->{self.dst.kind}" + (" (atomic add)" if self.atomic else "")
+
+    def operands(self) -> dict:
+        return {"dst": repr(self.dst), "src": repr(self.src), "blocks": self.block_count,
+                "block_len": self.block_len, "atomic": self.atomic}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalCopy(Instr):
+    """DataCopy between on-chip buffers: UB->UB (V pipe), L1->UB (MTE1), UB->L1 (MTE3).
+
+    Same block geometry as DataCopy; lengths and strides in bytes, 32-byte aligned.
+    """
+
+    name: ClassVar[str] = "local_copy"
+    dst: object
+    src: object
+    block_count: int = 1
+    block_len: int
+    src_stride: int
+    dst_stride: int
+
+    def __post_init__(self):
+        route(self.src.kind, self.dst.kind)
+        self.src.check(block_span(0, self.block_count, self.block_len, self.src_stride),
+                       "local_copy read")
+        self.dst.check(block_span(0, self.block_count, self.block_len, self.dst_stride),
+                       "local_copy write")
+
+    @property
+    def pipe(self) -> str:
+        return route(self.src.kind, self.dst.kind)[0]
+
+    @property
+    def rate_key(self) -> str:
+        return route(self.src.kind, self.dst.kind)[1]
+
+    def validate(self, chip) -> None:
+        check_path(chip, self.rate_key, self.name)
+
+    def head(self, chip) -> float:
+        return chip.local_move_startup_cycles
+
+    def body(self, chip) -> float:
+        return self.block_count * self.block_len / getattr(chip, self.rate_key)
+
+    def execute(self) -> None:
+        if self.block_count and self.block_len:
+            s = blocks_view(self.src.store, self.src.addr, self.block_count, self.block_len,
+                            self.src_stride)
+            d = blocks_view(self.dst.store, self.dst.addr, self.block_count, self.block_len,
+                            self.dst_stride)
+            d[...] = s
+
+    def reads(self) -> tuple:
+        return ((self.src.store, self.src.addr,
+                 self.src.addr + block_span(0, self.block_count, self.block_len, self.src_stride)),)
+
+    def writes(self) -> tuple:
+        return ((self.dst.store, self.dst.addr,
+                 self.dst.addr + block_span(0, self.block_count, self.block_len, self.dst_stride)),)
+
+    def moved_bytes(self) -> int:
+        return self.block_count * self.block_len
+
+    def path(self) -> str:
+        return f"{self.src.kind}->{self.dst.kind}"

@@ -1,0 +1,81 @@
+"""Shared GM bandwidth: one HBM server and one L2 server for all cores, and L2 residency.
+
+Model (chosen from the two in DESIGN.md): each GM transfer reserves the L2 server for
+``bytes / l2_bytes_per_cycle`` and the HBM server for ``miss_bytes / hbm_bytes_per_cycle``, first
+come first served at transfer granularity; a transfer finishes when both reservations have run.
+The aggregate throughput of each server never exceeds its rate, whatever the core count. A core's
+own MTE rate and the GM latency are charged by the instruction on its pipe; the transfer ends at
+the later of the two.
+
+Error of the model: FIFO instead of fair sharing. With ``n`` transfers of ``B`` bytes starting
+together, processor sharing would finish them all at ``n*B/bw``; here they finish at ``B/bw``,
+``2B/bw``, ... ``n*B/bw``: the last one and the total are exact, the earlier ones are up to
+``(n-1)*B/bw`` early.
+
+L2 residency is tracked per ``l2_line_bytes`` line of GM: reads hit on resident lines and miss to
+HBM on the others; both reads and writes allocate their lines; writes go through to HBM
+(write-through), so an operator's outputs always cost HBM bandwidth. When L2 is full the lines
+inserted first are evicted first (FIFO, not LRU). An operator's inputs start in HBM, not in L2.
+Not modelled: HBM bank/channel conflicts, refresh, L2 set associativity, read/write turnaround.
+"""
+
+from collections import deque
+
+import numpy as np
+
+
+class L2Cache:
+    """Which GM lines are resident in L2 (a bit per line, FIFO eviction)."""
+
+    def __init__(self, gm_bytes: int, l2_bytes: int, line_bytes: int):
+        self.line = line_bytes
+        self.capacity = l2_bytes // line_bytes
+        self.resident = np.zeros(gm_bytes // line_bytes + 2, np.bool_)
+        self.count = 0
+        self.order: deque = deque()
+
+    def access(self, lo: int, hi: int) -> float:
+        """Touch [lo, hi); return the fraction of its lines that were already resident."""
+        a, b = lo // self.line, -(-hi // self.line)
+        if b <= a:
+            return 1.0
+        window = self.resident[a:b]
+        hits = int(np.count_nonzero(window)) if b - a > 1 else int(window[0])
+        if hits < b - a:
+            window[:] = True
+            self.count += (b - a) - hits
+            self.order.append((a, b))
+            self._evict()
+        return hits / (b - a)
+
+    def _evict(self) -> None:
+        while self.count > self.capacity and self.order:
+            a, b = self.order.popleft()
+            window = self.resident[a:b]
+            self.count -= int(np.count_nonzero(window))
+            window[:] = False
+
+
+class GmBandwidth:
+    """The HBM and L2 servers shared by every core of a launch; times are in cycles."""
+
+    def __init__(self, chip, gm_bytes: int):
+        self.hbm_rate = chip.hbm_bytes_per_cycle
+        self.l2_rate = chip.l2_bytes_per_cycle
+        self.l2 = L2Cache(gm_bytes, chip.l2_bytes, chip.l2_line_bytes)
+        self.hbm_free = 0.0
+        self.l2_free = 0.0
+        self.hbm_bytes = 0.0
+        self.l2_hit_bytes = 0.0
+
+    def transfer(self, now: float, lo: int, hi: int, nbytes: int, write: bool) -> float:
+        """Reserve the servers for one transfer starting at ``now``; return its finish time."""
+        hit = self.l2.access(lo, hi)
+        self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
+        hbm = nbytes if write else nbytes * (1.0 - hit)
+        self.l2_hit_bytes += nbytes - hbm if not write else 0.0
+        if hbm <= 0:
+            return self.l2_free
+        self.hbm_bytes += hbm
+        self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
+        return max(self.l2_free, self.hbm_free)

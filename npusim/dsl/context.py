@@ -1,0 +1,60 @@
+"""The core a kernel is being recorded for, and ``issue()``, through which every DSL call goes.
+
+While a kernel runs for one core, ``current()`` is that core's ``CoreContext``: its chip, its
+buffers, its instruction stream. ``issue(inst)`` checks the instruction against the chip
+(``inst.validate(chip)``), appends it to the stream and, when the launch records
+eagerly (kernels that read data back into the scalar), executes it at once.
+"""
+
+from npusim.errors import NpusimError
+
+_CURRENT = []
+
+
+class CoreContext:
+    """One core of a launch while its kernel is recorded."""
+
+    def __init__(self, chip, label: str, kind: str, block_idx: int, block_num: int,
+                 buffers: dict, pipes: tuple, eager: bool = False, sub_block_idx: int = 0):
+        self.chip, self.label, self.kind, self.pipes = chip, label, kind, pipes
+        self.block_idx, self.block_num, self.sub_block_idx = block_idx, block_num, sub_block_idx
+        self.buffers = buffers
+        self.eager = eager
+        self.atomic = False  # SetAtomicAdd in force for UB->GM copies
+        self.stream: list = []
+
+    def issue(self, inst):
+        if inst.pipe not in self.pipes:
+            raise NpusimError(f"{inst.name}: core {self.label} has no PIPE-{inst.pipe} "
+                              f"(its pipes: {', '.join(self.pipes)})")
+        inst.validate(self.chip)
+        self.stream.append(inst)
+        if self.eager:
+            return inst.execute()
+        return None
+
+
+def current() -> CoreContext:
+    if not _CURRENT:
+        raise NpusimError("DSL call outside a kernel launch: kernels run through npusim.launch()")
+    return _CURRENT[-1]
+
+
+def issue(inst):
+    """Issue one instruction on the current core."""
+    return current().issue(inst)
+
+
+class recording:
+    """``with recording(ctx):`` makes ``ctx`` the current core."""
+
+    def __init__(self, ctx: CoreContext):
+        self.ctx = ctx
+
+    def __enter__(self):
+        _CURRENT.append(self.ctx)
+        return self.ctx
+
+    def __exit__(self, *exc):
+        _CURRENT.pop()
+        return False

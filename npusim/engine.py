@@ -1,0 +1,167 @@
+"""The timed run: every pipe of every core is a SimPy process draining its in-order queue.
+
+The kernel was recorded per core into an issue stream (see ``npusim/launch.py``). Here the
+scalar pipe replays that stream: issuing an instruction costs ``issue_cycles`` and puts it into
+its pipe's queue of ``queue_depth`` entries; a full queue stalls the scalar. The scalar keeps a
+local clock ahead of SimPy's and only yields when it must wait (a full queue, a flag, a barrier,
+a scalar read), so the cost is one SimPy event per executed instruction, not per issue.
+
+A pipe pops an instruction, waits for its issue time, and then: ``exec`` instructions occupy it
+for ``head + body`` cycles (head only when the pipe was idle before) and apply their semantics at
+the end; GM moves also reserve the shared HBM/L2 servers (``npusim/bandwidth.py``) and end at the
+later of the two; ``set``/``wait`` flags count per (src, dst, event id); barriers, cross-core
+flags and SyncAll block as described in ``isa/sync.py``.
+
+Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
+bandwidth. Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
+instruction at a time), instruction fetch, the scalar's branch costs beyond ``ScalarOps``.
+"""
+
+from collections import deque
+
+import simpy
+
+from npusim.bandwidth import GmBandwidth
+from npusim.errors import DeadlockError
+from npusim.processes import pipe_process, scalar_process
+
+EPS = 1e-9
+
+
+class PipeSim:
+    """One pipe of one core: a bounded queue and the process that drains it."""
+
+    def __init__(self, core, name: str):
+        self.core, self.name = core, name
+        self.queue: deque = deque()
+        self.wake = None          # event the idle pipe waits on for a push
+        self.slot = None          # event the scalar waits on for a free queue entry
+        self.idle_waiters: list = []
+        self.busy_now = False
+        self.last_end = -1.0      # end of the last exec instruction (for the head rule)
+        self.busy_cycles = 0.0
+        self.blocked_on = None
+        self.last_inst = None
+        self.done = False
+
+    def push(self, inst, t: float) -> None:
+        self.queue.append((inst, t))
+        if self.wake is not None:
+            self.wake.succeed()
+            self.wake = None
+
+    def idle(self) -> bool:
+        return not self.queue and not self.busy_now
+
+
+class CoreSim:
+    """One core in the timed run: its pipes, flag counters and scalar replay."""
+
+    def __init__(self, engine, index: int, label: str, stream: list, pipes: tuple):
+        self.engine, self.index, self.label, self.stream = engine, index, label, stream
+        self.pipes = {p: PipeSim(self, p) for p in pipes}
+        self.flags: dict = {}
+        self.flag_waiters: dict = {}
+        self.xflags: dict = {}
+        self.xwaiters: dict = {}
+        self.peers: list = []     # cores a cross-core set reaches
+        self.scalar_time = 0.0
+        self.scalar_done = False
+        self.scalar_blocked = None
+
+    # flags -------------------------------------------------------------------------------
+    def set_flag(self, key) -> None:
+        self.flags[key] = self.flags.get(key, 0) + 1
+        ev = self.flag_waiters.pop(key, None)
+        if ev is not None:
+            ev.succeed()
+
+    def wait_flag(self, key, who):
+        """Generator: block ``who`` (a PipeSim or the scalar) until the flag is set."""
+        while not self.flags.get(key):
+            ev = self.engine.env.event()
+            self.flag_waiters[key] = ev
+            self._block(who, ("flag", key))
+            yield ev
+        self._block(who, None)
+        self.flags[key] -= 1
+
+    def cross_set(self, flag_id: int) -> None:
+        for peer in self.peers:
+            peer.xflags[flag_id] = peer.xflags.get(flag_id, 0) + 1
+            ev = peer.xwaiters.pop(flag_id, None)
+            if ev is not None:
+                ev.succeed()
+
+    def cross_wait(self, flag_id: int, who):
+        while not self.xflags.get(flag_id):
+            ev = self.engine.env.event()
+            self.xwaiters[flag_id] = ev
+            self._block(who, ("cross-core flag", flag_id))
+            yield ev
+        self._block(who, None)
+        self.xflags[flag_id] -= 1
+
+    def _block(self, who, what) -> None:
+        if who is None:
+            self.scalar_blocked = what
+        else:
+            who.blocked_on = what
+
+
+class TimedEngine:
+    """Runs recorded per-core streams on SimPy; see the module docstring."""
+
+    def __init__(self, chip, cores: list, gm, numerics: bool = True, tracer=None):
+        self.chip, self.gm, self.numerics, self.tracer = chip, gm, numerics, tracer
+        self.env = simpy.Environment()
+        self.bw = GmBandwidth(chip, gm.size)
+        self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]
+        for sim, spec in zip(self.cores, cores, strict=True):
+            sim.peers = [self.cores[j] for j in spec.peers]
+        self.sync_arrivals: list = []
+        self.end_time = 0.0
+
+    def run(self) -> float:
+        for core in self.cores:
+            self.env.process(scalar_process(self, core))
+            for pipe in core.pipes.values():
+                if pipe.name != "S":
+                    self.env.process(pipe_process(self, pipe))
+        self.env.run()
+        self._check_finished()
+        return self.end_time
+
+    def _check_finished(self) -> None:
+        blocked = []
+        for core in self.cores:
+            if not core.scalar_done:
+                blocked.append(f"{core.label} PIPE-S waits on {_what(core.scalar_blocked)}")
+            for pipe in core.pipes.values():
+                if pipe.name != "S" and not pipe.done:
+                    last = pipe.last_inst.name if pipe.last_inst is not None else "nothing"
+                    blocked.append(f"{core.label} PIPE-{pipe.name} waits on "
+                                   f"{_what(pipe.blocked_on)} (last ran: {last})")
+        if blocked:
+            raise DeadlockError("deadlock: the run ended with pipes still blocked: "
+                                + "; ".join(blocked))
+        check_balanced(self.cores)
+
+
+def _what(blocked) -> str:
+    if blocked is None:
+        return "nothing (stalled behind a blocked pipe)"
+    kind, key = blocked
+    if kind == "flag":
+        return f"flag {key[0]}->{key[1]} event {key[2]}"
+    return f"{kind} {key}"
+
+
+def check_balanced(cores) -> None:
+    """Raise DeadlockError when sets outnumber waits at kernel end."""
+    extra = [f"{c.label} set_flag({k[0]}, {k[1]}, {k[2]}) x{n}" for c in cores
+             for k, n in c.flags.items() if n] + \
+            [f"{c.label} cross-core flag {k} x{n}" for c in cores for k, n in c.xflags.items() if n]
+    if extra:
+        raise DeadlockError("unbalanced flags at kernel end (set but never waited): "
+                            + "; ".join(extra))

@@ -1,0 +1,139 @@
+"""Launching a kernel on ``block_dim`` cores: record each core's issue stream, then run it.
+
+Recording runs the kernel's Python once per core with that core as the DSL's current core; every
+DSL call appends an instruction to the core's stream. Kernels that read on-chip values back into
+the scalar (``reads_data``) are recorded eagerly: each instruction executes as it is issued, on a
+snapshot of GM that is restored before the real run. Then the streams run either on SimPy
+(``mode="timed"``, ``npusim/engine.py``) or in program order (``mode="functional"``,
+``npusim/functional.py``).
+
+Core layout: on a coupled chip (Atlas training) each block is one core with every pipe but FIX
+and L1, L0A, L0B, L0C and UB. On a separated chip (Atlas A2) an ``aiv`` kernel runs on vector
+cores (S, MTE2, MTE3, V; UB), an ``aic`` kernel on cube cores (S, MTE1, MTE2, MTE3, M, FIX; L1,
+L0A, L0B, L0C, BT, FB), and a ``mix`` kernel on ``block_dim`` AICs each with its two AIVs, which
+reach each other through cross-core flags.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npusim.chip import load_chip
+from npusim.dsl.context import CoreContext, recording
+from npusim.engine import TimedEngine
+from npusim.errors import NpusimError, TilingError
+from npusim.functional import run_functional
+from npusim.memory import Buffer
+from npusim.result import Result, collect_stats
+from npusim.trace import Tracer
+
+PIPES = {"core": ("S", "MTE2", "MTE1", "M", "V", "MTE3"), "aiv": ("S", "MTE2", "V", "MTE3"),
+         "aic": ("S", "MTE2", "MTE1", "M", "MTE3", "FIX")}
+BUFFERS = {"core": ("L1", "L0A", "L0B", "L0C", "UB"), "aiv": ("UB",),
+           "aic": ("L1", "L0A", "L0B", "L0C", "BT", "FB")}
+SIZE_KEYS = {"L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes", "L0C": "l0c_bytes",
+             "UB": "ub_bytes", "BT": "bias_table_bytes", "FB": "fixpipe_buffer_bytes"}
+MODES = ("timed", "functional")
+
+
+@dataclass
+class CoreSpec:
+    """One core of a launch: who it is and, once recorded, its issue stream."""
+
+    label: str
+    kind: str
+    block_idx: int
+    block_num: int
+    sub_block_idx: int = 0
+    peers: list = field(default_factory=list)
+    pipes: tuple = ()
+    buffers: dict = field(default_factory=dict)
+    stream: list = field(default_factory=list)
+    used_bytes: dict = field(default_factory=dict)
+
+
+def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
+    """The cores a launch of ``block_dim`` blocks uses, with their pipes and peers."""
+    if core_type not in ("aiv", "aic", "mix"):
+        raise NpusimError(f"core_type {core_type!r}: allowed aiv, aic, mix")
+    limit = {"aiv": chip.vector_core_count, "aic": chip.ai_core_count,
+             "mix": chip.ai_core_count}[core_type]
+    if not isinstance(block_dim, int | np.integer) or not 1 <= block_dim <= limit:
+        raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: a {core_type} kernel can "
+                          f"use 1 to {limit} cores")
+    if not chip.separated:
+        return [_spec(chip, f"core{i}", "core", i, block_dim) for i in range(block_dim)]
+    if core_type != "mix":
+        return [_spec(chip, f"{core_type}{i}", core_type, i, block_dim) for i in range(block_dim)]
+    specs = []
+    for i in range(block_dim):
+        aic = _spec(chip, f"aic{i}", "aic", i, block_dim)
+        aivs = [_spec(chip, f"aiv{2 * i + s}", "aiv", 2 * i + s, 2 * block_dim, s)
+                for s in (0, 1)]
+        base = len(specs)
+        aic.peers = [base + 1, base + 2]
+        for aiv in aivs:
+            aiv.peers = [base]
+        specs += [aic, *aivs]
+    return specs
+
+
+def _spec(chip, label, kind, idx, num, sub=0) -> CoreSpec:
+    buffers = {name: Buffer(name, label, getattr(chip, SIZE_KEYS[name]))
+               for name in BUFFERS[kind] if getattr(chip, SIZE_KEYS[name]) > 0}
+    return CoreSpec(label, kind, idx, num, sub, pipes=PIPES[kind], buffers=buffers)
+
+
+def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> None:
+    """Run the kernel's Python once per core, filling each spec's stream."""
+    for spec in specs:
+        ctx = CoreContext(chip, spec.label, spec.kind, spec.block_idx, spec.block_num,
+                          spec.buffers, spec.pipes, eager=eager, sub_block_idx=spec.sub_block_idx)
+        try:
+            with recording(ctx):
+                kernel = kernel_cls()
+                kernel.init(**args)
+                kernel.process()
+                kernel.pipe.destroy()
+        except NpusimError as exc:
+            raise type(exc)(f"core {spec.label}: {exc}") from None
+        spec.stream = ctx.stream
+        spec.used_bytes = kernel.pipe.used_bytes()
+
+
+def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
+           mode: str = "timed", numerics: bool = True, trace: bool = True,
+           tiling=None, workspace_bytes: int = 0) -> Result:
+    """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)})."""
+    chip = load_chip(chip)
+    if mode not in MODES:
+        raise NpusimError(f"mode {mode!r}: allowed {', '.join(MODES)}")
+    eager = kernel_cls.reads_data
+    if eager and not numerics:
+        raise NpusimError(f"{kernel_cls.__name__} reads data into its control flow: "
+                          "numerics=False is not possible")
+    if mode == "functional" and not numerics:
+        raise NpusimError("numerics=False only applies to mode='timed'")
+    core_type = kernel_cls.core_type if chip.separated else "aic"
+    specs = core_layout(chip, core_type, block_dim)
+    gm.load_inputs()
+    snapshot = gm.data.copy() if eager and mode == "timed" else None
+    record(kernel_cls, chip, specs, args, eager)
+    tracer = Tracer() if trace and mode == "timed" else None
+    cycles = 0.0
+    if mode == "timed":
+        if snapshot is not None:
+            np.copyto(gm.data, snapshot)
+            for spec in specs:
+                for buf in spec.buffers.values():
+                    buf.data[:] = 0
+        engine = TimedEngine(chip, specs, gm, numerics=numerics, tracer=tracer)
+        cycles = engine.run()
+    elif not eager:
+        run_functional(specs, numerics=numerics)
+    result_outputs = {name: t.array(int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()
+                      for name, (t, shape) in outputs.items()}
+    stats = collect_stats(chip, specs, tracer, cycles, engine if mode == "timed" else None)
+    return Result(outputs=result_outputs, cycles=math.ceil(cycles - 1e-9), chip=chip, mode=mode,
+                  tiling=tiling, workspace_bytes=workspace_bytes, stats=stats, tracer=tracer)

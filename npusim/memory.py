@@ -1,0 +1,156 @@
+"""Memories and tensor views: GM as one flat byte space, on-chip buffers as byte arrays.
+
+``GlobalMemory`` holds the operator's tensors at 512-byte aligned addresses in one ``uint8``
+array (allocated with ``np.zeros``, so untouched pages cost no RAM). ``Buffer`` is one on-chip
+memory of one core (UB, L1, L0A, L0B, L0C, BT, FB). ``GlobalTensor`` and ``LocalTensor`` are
+typed windows on them; indexing gives a window starting further in, as ``xGm[offset]`` does in
+Ascend C. Every window knows the end of the allocation it lives in, and an access past it is a
+``MemoryAccessError``.
+
+Modelled: addresses, sizes, alignment, bounds. Not modelled: UB bank conflicts, ECC, the
+non-coherent scalar data cache.
+"""
+
+import numpy as np
+
+from npusim.dtypes import dtype_of, name_of
+from npusim.errors import MemoryAccessError
+
+GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
+
+
+class Buffer:
+    """One on-chip memory of one core, e.g. the UB of ``aiv3``."""
+
+    __slots__ = ("name", "core", "size", "data")
+
+    def __init__(self, name: str, core: str, size: int):
+        self.name, self.core, self.size = name, core, size
+        self.data = np.zeros(size, np.uint8)
+
+    def __repr__(self):
+        return f"{self.core}.{self.name}"
+
+
+class GlobalMemory:
+    """GM: the tensors of one launch, at 512-byte aligned addresses of one byte array."""
+
+    name = "GM"
+    core = "chip"
+
+    def __init__(self):
+        self.allocations: list[tuple[str, int, int]] = []  # (name, addr, nbytes)
+        self.size = 0
+        self.data = np.zeros(0, np.uint8)
+        self._pending: list = []  # (tensor, initial contents) copied in by load_inputs
+
+    def alloc(self, name: str, nbytes: int) -> int:
+        addr = self.size
+        self.allocations.append((name, addr, nbytes))
+        self.size = addr + -(-max(nbytes, 1) // GM_ALIGN_BYTES) * GM_ALIGN_BYTES
+        return addr
+
+    def materialize(self) -> None:
+        """Create the byte array once every tensor is allocated."""
+        self.data = np.zeros(self.size, np.uint8)
+
+    def tensor(self, name: str, dtype, count: int, init: np.ndarray | None = None):
+        """Allocate ``count`` elements of ``dtype`` and return a GlobalTensor on them."""
+        dt = dtype_of(dtype)
+        addr = self.alloc(name, count * dt.itemsize)
+        t = GlobalTensor(self, addr, dt, count, addr + count * dt.itemsize, name)
+        if init is not None:
+            self._pending.append((t, np.ascontiguousarray(init, dtype=dt).reshape(-1)))
+        return t
+
+    def load_inputs(self) -> None:
+        """Materialize GM and copy the initial tensor contents in."""
+        self.materialize()
+        for t, arr in self._pending:
+            t.array(len(arr))[:] = arr
+
+
+class _Window:
+    """Shared behaviour of GlobalTensor and LocalTensor: a typed window on a byte store."""
+
+    __slots__ = ("store", "addr", "dtype", "size", "limit", "label")
+
+    def __init__(self, store, addr: int, dtype, size: int, limit: int, label: str = ""):
+        self.store, self.addr, self.dtype = store, addr, np.dtype(dtype)
+        self.size, self.limit, self.label = size, limit, label
+
+    def __getitem__(self, offset: int):
+        if isinstance(offset, slice):
+            raise TypeError("index a tensor with an element offset, as xGm[offset] in Ascend C")
+        offset = int(offset)
+        addr = self.addr + offset * self.dtype.itemsize
+        if offset < 0 or addr > self.limit:
+            raise MemoryAccessError(
+                f"offset {offset} is outside {self.describe()} "
+                f"({(self.limit - self.addr) // self.dtype.itemsize} elements)")
+        return type(self)(self.store, addr, self.dtype, max(self.size - offset, 0),
+                          self.limit, self.label)
+
+    def reinterpret_cast(self, dtype):
+        dt = dtype_of(dtype)
+        return type(self)(self.store, self.addr, dt, self.size * self.dtype.itemsize // dt.itemsize,
+                          self.limit, self.label)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def check(self, nbytes: int, what: str = "access") -> None:
+        """Raise MemoryAccessError unless [addr, addr + nbytes) lies inside the allocation."""
+        if self.addr < 0 or self.addr + nbytes > self.limit:
+            raise MemoryAccessError(
+                f"{what} of {nbytes} bytes at {self.where()} runs past the end of "
+                f"{self.describe()} by {self.addr + nbytes - self.limit} bytes")
+
+    def array(self, count: int | None = None) -> np.ndarray:
+        """The numpy view of ``count`` elements (all by default). No copy."""
+        n = self.size if count is None else count
+        return self.store.data[self.addr:self.addr + n * self.dtype.itemsize].view(self.dtype)
+
+    def bytes_view(self, nbytes: int, offset: int = 0) -> np.ndarray:
+        return self.store.data[self.addr + offset:self.addr + offset + nbytes]
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.where()}, {name_of(self.dtype)}, {self.size})"
+
+
+class GlobalTensor(_Window):
+    """A typed window on GM. ``label`` is the tensor's name."""
+
+    __slots__ = ()
+    kind = "GM"
+
+    def where(self) -> str:
+        return f"GM 0x{self.addr:x}"
+
+    def describe(self) -> str:
+        return f"GM tensor {self.label!r}"
+
+
+class LocalTensor(_Window):
+    """A typed window on an on-chip buffer. ``label`` names the queue or TBuf it came from."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return self.store.name
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.store
+
+    def where(self) -> str:
+        return f"{self.store!r} offset 0x{self.addr:x}"
+
+    def describe(self) -> str:
+        return f"{self.store!r} allocation {self.label!r}"
+
+    def get_value(self, index: int):
+        """Read one element directly (host-side helper for tests; kernels use the DSL)."""
+        return self.array(index + 1)[index]

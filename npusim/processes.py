@@ -1,0 +1,167 @@
+"""The SimPy processes of the timed run: a pipe draining its queue, the scalar replaying issues.
+
+See ``npusim/engine.py`` for the model. Both are plain generators yielding SimPy events; the
+engine, core and pipe objects they work on are defined there.
+"""
+
+STOP = object()
+
+
+def pipe_process(engine, pipe):
+    """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
+    env, core, chip = engine.env, pipe.core, engine.chip
+    queue = pipe.queue
+    while True:
+        if not queue:
+            pipe.wake = env.event()
+            yield pipe.wake
+            continue
+        inst, t_issue = queue.popleft()
+        if pipe.slot is not None:
+            pipe.slot.succeed()
+            pipe.slot = None
+        if t_issue > env.now:
+            yield env.timeout(t_issue - env.now)
+        if inst is STOP:
+            pipe.done = True
+            engine.end_time = max(engine.end_time, env.now)
+            _notify_idle(pipe)
+            return
+        pipe.busy_now = True
+        kind = inst.kind
+        if kind == "exec":
+            yield from _run_exec(engine, pipe, inst, t_issue)
+        elif kind == "set":
+            yield env.timeout(chip.flag_cycles)
+            core.set_flag(inst.key)
+        elif kind == "wait":
+            yield from core.wait_flag(inst.key, pipe)
+            yield env.timeout(chip.flag_cycles)
+        elif kind == "xset":
+            yield env.timeout(inst.body(chip))
+            core.cross_set(inst.flag_id)
+        elif kind == "xwait":
+            yield from core.cross_wait(inst.flag_id, pipe)
+            yield env.timeout(chip.flag_cycles)
+        else:  # barrier on this pipe: in-order, so only its drain cost
+            yield env.timeout(inst.body(chip))
+        pipe.last_inst = inst
+        pipe.busy_now = False
+        if not queue:
+            _notify_idle(pipe)
+
+
+def _run_exec(engine, pipe, inst, t_issue):
+    env, chip = engine.env, engine.chip
+    start = env.now
+    dur = inst.body(chip)
+    if start > pipe.last_end + 1e-9:
+        dur += inst.head(chip)
+    end = start + dur
+    if inst.touches_gm:
+        lo, hi = inst.gm_span()
+        end = max(end, engine.bw.transfer(start, lo, hi, inst.charged_bytes(chip),
+                                          inst.gm_write))
+    if end > start:
+        yield env.timeout(end - start)
+    if engine.numerics:
+        inst.execute()
+    pipe.last_end = end
+    pipe.busy_cycles += end - start
+    if engine.tracer is not None:
+        engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
+
+
+def _notify_idle(pipe) -> None:
+    waiters, pipe.idle_waiters = pipe.idle_waiters, []
+    for ev in waiters:
+        ev.succeed()
+
+
+def _catch_up(env, t):
+    if t > env.now:
+        yield env.timeout(t - env.now)
+
+
+def _drain(engine, core):
+    """Generator: block the scalar until every pipe of the core is idle."""
+    for pipe in core.pipes.values():
+        while pipe.name != "S" and not pipe.idle():
+            ev = engine.env.event()
+            pipe.idle_waiters.append(ev)
+            core.scalar_blocked = ("pipe drain", f"PIPE-{pipe.name}")
+            yield ev
+    core.scalar_blocked = None
+
+
+def scalar_process(engine, core):
+    """Replay the core's issue stream on the scalar pipe (see engine docstring)."""
+    env, chip = engine.env, engine.chip
+    issue, depth = chip.issue_cycles, chip.queue_depth
+    pipes = core.pipes
+    t = 0.0
+    for inst in core.stream:
+        name = inst.pipe
+        if name != "S":
+            pipe = pipes[name]
+            t += issue
+            if len(pipe.queue) >= depth:
+                yield from _catch_up(env, t)
+                while len(pipe.queue) >= depth:
+                    pipe.slot = env.event()
+                    core.scalar_blocked = ("queue full", f"PIPE-{name}")
+                    yield pipe.slot
+                core.scalar_blocked = None
+                t = env.now
+            pipe.push(inst, t)
+            continue
+        if inst.kind == "scalar":
+            t += inst.body(chip)
+            continue
+        yield from _catch_up(env, t)
+        start = env.now
+        yield from _scalar_inst(engine, core, inst)
+        t = env.now + inst.body(chip)
+        if engine.tracer is not None:
+            engine.tracer.record(core.index, "S", inst, start, env.now, t)
+    yield from _catch_up(env, t)
+    for pipe in pipes.values():
+        if pipe.name != "S":
+            pipe.push(STOP, t)
+    core.scalar_time = t
+    core.scalar_done = True
+    engine.end_time = max(engine.end_time, t)
+
+
+def _scalar_inst(engine, core, inst):
+    """The blocking part of a scalar-pipe instruction (its cost is added by the caller)."""
+    kind = inst.kind
+    if kind == "wait":
+        yield from core.wait_flag(inst.key, None)
+    elif kind == "set":
+        core.set_flag(inst.key)
+    elif kind == "barrier":
+        yield from _drain(engine, core)
+    elif kind == "syncall":
+        yield from _drain(engine, core)
+        yield from _sync_all(engine, core)
+    elif kind == "xwait":
+        yield from core.cross_wait(inst.flag_id, None)
+    elif kind == "xset":
+        core.cross_set(inst.flag_id)
+    elif kind in ("scalar_read", "scalar_write") and engine.numerics:
+        inst.execute()
+
+
+def _sync_all(engine, core):
+    """Every core of the launch meets here; the last to arrive releases the others."""
+    arrivals = engine.sync_arrivals
+    ev = engine.env.event()
+    arrivals.append(ev)
+    if len(arrivals) == len(engine.cores):
+        engine.sync_arrivals = []
+        for e in arrivals:
+            e.succeed()
+    core.scalar_blocked = ("sync_all", f"{len(arrivals)}/{len(engine.cores)} cores arrived")
+    yield ev
+    core.scalar_blocked = None

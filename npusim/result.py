@@ -1,0 +1,84 @@
+"""What a run returns: outputs, cycles, time, tiling, workspace and statistics.
+
+``stats`` is a plain dict (it ``json.dumps``): per core and pipe busy cycles and utilisation,
+instruction counts by name, bytes moved per path, bytes allocated per buffer (the peak of
+``init_buffer``, per core and the maximum over cores) and GM traffic (HBM bytes, L2 hits).
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Result:
+    """The result of one operator or kernel run."""
+
+    outputs: dict
+    cycles: int
+    chip: object
+    mode: str
+    tiling: object = None
+    workspace_bytes: int = 0
+    stats: dict = field(default_factory=dict)
+    tracer: object = None
+
+    @property
+    def time_us(self) -> float:
+        return self.cycles / self.chip.clock_hz * 1e6
+
+    def summary(self) -> str:
+        """A readable table of the run."""
+        s = self.stats
+        lines = [f"chip {self.chip.name}  mode {self.mode}  cycles {self.cycles}  "
+                 f"time {self.time_us:.3f} us  instructions {s.get('instructions', 0)}"]
+        if self.tiling is not None:
+            lines.append(f"tiling {self.tiling}")
+        util = s.get("pipe_utilisation", {})
+        if util:
+            lines.append("pipe utilisation (mean over cores): "
+                         + "  ".join(f"{p} {u:.0%}" for p, u in util.items()))
+        for path, nbytes in s.get("bytes_by_path", {}).items():
+            lines.append(f"  {path:<22} {nbytes:>14,d} bytes")
+        for buf, nbytes in s.get("peak_bytes", {}).items():
+            lines.append(f"  peak {buf:<17} {nbytes:>14,d} bytes")
+        return "\n".join(lines)
+
+
+def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
+    """Build the stats dict from the recorded streams and, for a timed run, the engine."""
+    counts, by_path, instructions = Counter(), Counter(), 0
+    for spec in specs:
+        instructions += len(spec.stream)
+        for inst in spec.stream:
+            counts[inst.name] += 1
+            path = inst.path()
+            if path:
+                by_path[path] += inst.moved_bytes()
+    peak: dict[str, int] = {}
+    for spec in specs:
+        for buf, used in spec.used_bytes.items():
+            peak[buf] = max(peak.get(buf, 0), used)
+    stats = {"cores": len(specs), "instructions": instructions,
+             "instruction_counts": dict(sorted(counts.items())),
+             "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,
+             "peak_bytes_per_core": {s.label: dict(s.used_bytes) for s in specs}}
+    if engine is not None:
+        stats.update(_timed_stats(engine, cycles))
+    return stats
+
+
+def _timed_stats(engine, cycles: float) -> dict:
+    per_core, totals, seen = {}, Counter(), Counter()
+    for core in engine.cores:
+        pipes = {}
+        for name, pipe in core.pipes.items():
+            if name == "S":
+                continue
+            util = pipe.busy_cycles / cycles if cycles else 0.0
+            pipes[name] = {"busy_cycles": round(pipe.busy_cycles, 3), "utilisation": util}
+            totals[name] += util
+            seen[name] += 1
+        per_core[core.label] = pipes
+    return {"per_core": per_core,
+            "pipe_utilisation": {p: totals[p] / seen[p] for p in totals},
+            "gm": {"hbm_bytes": engine.bw.hbm_bytes, "l2_hit_bytes": engine.bw.l2_hit_bytes}}

@@ -1,0 +1,19 @@
+"""The tracer hook: one record per executed instruction, fed by the engine's pipe processes.
+
+A record is ``(core index, pipe, instruction, issue cycle, start cycle, end cycle)``. The same
+records feed the stats, and later the Chrome trace and the plots. Nothing in SimPy is patched:
+the engine calls ``record`` explicitly.
+"""
+
+
+class Tracer:
+    """Collects instruction records of a timed run."""
+
+    def __init__(self):
+        self.records: list[tuple] = []
+
+    def record(self, core: int, pipe: str, inst, issue: float, start: float, end: float):
+        self.records.append((core, pipe, inst, issue, start, end))
+
+    def __len__(self) -> int:
+        return len(self.records)
