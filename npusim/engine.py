@@ -38,6 +38,7 @@ class PipeSim:
         self.slot = None          # event the scalar waits on for a free queue entry
         self.idle_waiters: list = []
         self.busy_now = False
+        self.not_before = 0.0     # a flag just set or passed occupies the pipe until then
         self.last_end = -1.0      # end of the last exec instruction (for the head rule)
         self.busy_cycles = 0.0
         self.blocked_on = None
@@ -69,22 +70,28 @@ class CoreSim:
         self.scalar_done = False
         self.scalar_blocked = None
 
-    # flags -------------------------------------------------------------------------------
-    def set_flag(self, key) -> None:
-        self.flags[key] = self.flags.get(key, 0) + 1
+    # flags: per key, the times at which its pending sets become visible --------------------
+    def set_flag(self, key, visible_at: float) -> None:
+        pending = self.flags.get(key)
+        if pending is None:
+            pending = self.flags[key] = deque()
+        pending.append(visible_at)
         ev = self.flag_waiters.pop(key, None)
         if ev is not None:
             ev.succeed()
 
     def wait_flag(self, key, who):
-        """Generator: block ``who`` (a PipeSim or the scalar) until the flag is set."""
+        """Generator: block ``who`` (a PipeSim or the scalar) until the flag is visible."""
+        env = self.engine.env
         while not self.flags.get(key):
-            ev = self.engine.env.event()
+            ev = env.event()
             self.flag_waiters[key] = ev
             self._block(who, ("flag", key))
             yield ev
         self._block(who, None)
-        self.flags[key] -= 1
+        visible = self.flags[key].popleft()
+        if visible > env.now:
+            yield env.timeout(visible - env.now)
 
     def cross_set(self, flag_id: int) -> None:
         for peer in self.peers:
@@ -159,8 +166,8 @@ def _what(blocked) -> str:
 
 def check_balanced(cores) -> None:
     """Raise DeadlockError when sets outnumber waits at kernel end."""
-    extra = [f"{c.label} set_flag({k[0]}, {k[1]}, {k[2]}) x{n}" for c in cores
-             for k, n in c.flags.items() if n] + \
+    extra = [f"{c.label} set_flag({k[0]}, {k[1]}, {k[2]}) x{len(n) if hasattr(n, '__len__') else n}"
+             for c in cores for k, n in c.flags.items() if n] + \
             [f"{c.label} cross-core flag {k} x{n}" for c in cores for k, n in c.xflags.items() if n]
     if extra:
         raise DeadlockError("unbalanced flags at kernel end (set but never waited): "

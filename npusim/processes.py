@@ -20,23 +20,27 @@ def pipe_process(engine, pipe):
         if pipe.slot is not None:
             pipe.slot.succeed()
             pipe.slot = None
-        if t_issue > env.now:
-            yield env.timeout(t_issue - env.now)
+        ready = t_issue if t_issue > pipe.not_before else pipe.not_before
+        if ready > env.now:
+            yield env.timeout(ready - env.now)
         if inst is STOP:
             pipe.done = True
-            engine.end_time = max(engine.end_time, env.now)
+            engine.end_time = max(engine.end_time, env.now, pipe.last_end)
             _notify_idle(pipe)
             return
         pipe.busy_now = True
         kind = inst.kind
         if kind == "exec":
             yield from _run_exec(engine, pipe, inst, t_issue)
-        elif kind == "set":
-            yield env.timeout(chip.flag_cycles)
-            core.set_flag(inst.key)
+        elif kind == "set":  # occupies the pipe flag_cycles; visible to the waiter after them
+            pipe.not_before = env.now + chip.flag_cycles
+            core.set_flag(inst.key, pipe.not_before)
+            _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
         elif kind == "wait":
+            start = env.now
             yield from core.wait_flag(inst.key, pipe)
-            yield env.timeout(chip.flag_cycles)
+            pipe.not_before = env.now + chip.flag_cycles
+            _trace_sync(engine, pipe, inst, t_issue, start, pipe.not_before)
         elif kind == "xset":
             yield env.timeout(inst.body(chip))
             core.cross_set(inst.flag_id)
@@ -68,6 +72,11 @@ def _run_exec(engine, pipe, inst, t_issue):
         inst.execute()
     pipe.last_end = end
     pipe.busy_cycles += end - start
+    if engine.tracer is not None:
+        engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
+
+
+def _trace_sync(engine, pipe, inst, t_issue, start, end) -> None:
     if engine.tracer is not None:
         engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
 
@@ -106,13 +115,15 @@ def scalar_process(engine, core):
             pipe = pipes[name]
             t += issue
             if len(pipe.queue) >= depth:
-                yield from _catch_up(env, t)
+                # Entries only leave the queue, so it is full at t too unless a pop comes first:
+                # wait for that pop and issue at the later of t and the pop.
                 while len(pipe.queue) >= depth:
                     pipe.slot = env.event()
                     core.scalar_blocked = ("queue full", f"PIPE-{name}")
                     yield pipe.slot
                 core.scalar_blocked = None
-                t = env.now
+                if env.now > t:
+                    t = env.now
             pipe.push(inst, t)
             continue
         if inst.kind == "scalar":
@@ -139,7 +150,7 @@ def _scalar_inst(engine, core, inst):
     if kind == "wait":
         yield from core.wait_flag(inst.key, None)
     elif kind == "set":
-        core.set_flag(inst.key)
+        core.set_flag(inst.key, engine.env.now + engine.chip.flag_cycles)
     elif kind == "barrier":
         yield from _drain(engine, core)
     elif kind == "syncall":

@@ -1,0 +1,112 @@
+"""Chip models: every shipped model loads and is consistent; malformed models are refused."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import npusim
+from npusim.chip import models_dir
+from npusim.errors import ChipModelError, NpusimError
+
+A2 = (models_dir() / "atlas-a2.toml").read_text()
+
+
+def write(tmp_path, text, name="chip.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_chips_lists_every_model():
+    assert npusim.chips() == ["atlas-a2", "atlas-a2-910b1", "atlas-a2-910b3", "atlas-a2-910b4",
+                              "atlas-training"]
+
+
+def test_shipped_models_match_the_issue(any_chip):
+    c = any_chip
+    assert c.l0a_bytes == c.l0b_bytes == 64 * 1024
+    if c.name == "atlas-training":
+        assert (c.topology, c.ai_core_count, c.clock_hz) == ("coupled", 32, 1.0e9)
+        assert (c.l1_bytes, c.l0c_bytes, c.ub_bytes) == (1 << 20, 256 << 10, 256 << 10)
+        assert c.has_l0c_to_ub and not c.has_fixpipe
+        assert "bfloat16" not in c.input_dtypes and "float32" not in c.input_dtypes
+        assert c.vector_core_count == 32
+    else:
+        assert c.topology == "separated" and c.aiv_per_ai_core == 2
+        assert (c.l1_bytes, c.l0c_bytes, c.ub_bytes) == (512 << 10, 128 << 10, 192 << 10)
+        assert (c.bias_table_bytes, c.fixpipe_buffer_bytes) == (1024, 7 * 1024)
+        assert c.has_fixpipe and {"bfloat16", "float32", "hfloat32"} <= set(c.input_dtypes)
+        assert c.b32_cycles_per_fractal == 2 * c.b16_cycles_per_fractal
+
+
+def test_a2_is_910b2_with_48_aiv():
+    c = npusim.load_chip("atlas-a2")
+    assert (c.soc, c.ai_core_count, c.vector_core_count, c.clock_hz) == \
+        ("Ascend910B2", 24, 48, 1.8e9)
+    assert c.l2_bytes == 192 * 2**20 and c.hbm_bytes == 64 * 2**30
+    assert c.peak_flops("float16") == pytest.approx(24 * 4096 * 2 * 1.8e9)
+
+
+def test_every_number_names_a_source(any_chip):
+    for key, text in _flat(any_chip.sources).items():
+        assert text.strip(), key
+
+
+def _flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def test_load_by_path(tmp_path):
+    assert npusim.load_chip(write(tmp_path, A2)).ub_bytes == 196608
+
+
+def test_unknown_chip_names_the_chips():
+    with pytest.raises(NpusimError, match="atlas-training"):
+        npusim.load_chip("ascend-999")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 196608\nub_kilobytes = 3"),
+     r"unknown key buffers\.ub_kilobytes"),
+    (lambda t: t.replace("ub_bytes = 196608\n", ""), r"missing key buffers\.ub_bytes"),
+    (lambda t: t.replace("l1_bytes = 524288", "l1_bytes = 0"), r"buffers\.l1_bytes must be positive"),
+    (lambda t: t.replace("l1_bytes = 524288", "l1_bytes = -5"), r"buffers\.l1_bytes must be positive"),
+    (lambda t: t.replace("clock_hz = 1.8e9", 'clock_hz = "fast"'), r"chip\.clock_hz must be float"),
+    (lambda t: t.replace('topology = "separated"', 'topology = "coupled"'), r"aiv_per_ai_core"),
+    (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 196600"), r"ub_bytes .* multiple of"),
+    (lambda t: t.replace("l2_bytes_per_s = 4.8e12", "l2_bytes_per_s = 1.0e12"), r"l2_bytes_per_s"),
+    (lambda t: t.replace('"buffers.ub_bytes" = "INI-B2 ub_size=196608; VEC-ARCH"\n', ""),
+     r"buffers\.ub_bytes has no entry in \[sources\]"),
+    (lambda t: t.replace('"buffers.ub_bytes"', '"buffers.ub_size"'), r"sources\.buffers\.ub_size"),
+    (lambda t: t.replace("[features]", "[extras]\nx = 1\n[features]"), r"unknown section \[extras\]"),
+    (lambda t: t.replace('product = "atlas-a2"', 'product = "atlas-9000"'), r"product"),
+    (lambda t: t.replace("add = { f16", "add = { f8 = [1.0, 1.0], f16"), r"vector\.cost\.add\.f8"),
+    (lambda t: t + "\n[[", r"not valid TOML"),
+])
+def test_bad_models_are_refused_naming_file_and_key(tmp_path, edit, message):
+    path = write(tmp_path, edit(A2))
+    with pytest.raises(ChipModelError, match=message) as info:
+        npusim.load_chip(path)
+    assert str(path.resolve()) in str(info.value)
+
+
+def test_missing_file_is_a_chip_model_error(tmp_path):
+    with pytest.raises(ChipModelError, match="no such chip model file"):
+        npusim.load_chip(tmp_path / "absent.toml")
+
+
+def test_vector_cost_falls_back_to_f32():
+    c = npusim.load_chip("atlas-a2")
+    assert c.vector_cost("exp", "f16") == (12.0, 3.99)
+    assert c.vector_cost("div", "int") == c.vector_cost("div", "f32")
+    assert re.search("no vector cost", _raises(lambda: c.vector_cost("fly", "f32")))
+
+
+def _raises(fn) -> str:
+    with pytest.raises(NpusimError) as info:
+        fn()
+    return str(info.value)

@@ -1,0 +1,171 @@
+"""The engine: timed and functional runs, shared bandwidth, sync, and errors for bad kernels."""
+
+import time
+
+import numpy as np
+import pytest
+
+from kernels import HandOffKernel, RotateKernel, WaitWithoutSet, run_copy
+from npusim import load_chip
+from npusim.dsl import Kernel, TPosition, TQue, data_copy, set_flag
+from npusim.errors import DeadlockError, MemoryAccessError, NpusimError, TilingError
+from npusim.launch import launch
+from npusim.memory import GlobalMemory
+from npusim.micro.stream import run_stream
+
+
+@pytest.mark.parametrize("mode", ["timed", "functional"])
+def test_copy_is_exact_in_both_modes(chip_name, mode):
+    r, x0 = run_copy(chip_name, mode=mode)
+    assert np.array_equal(r.outputs["z"], x0)
+    assert (r.cycles > 0) == (mode == "timed")
+
+
+def test_numerics_off_gives_the_same_cycles_and_no_data(chip_name):
+    on, x0 = run_copy(chip_name)
+    off, _ = run_copy(chip_name, numerics=False)
+    assert on.cycles == off.cycles
+    assert not off.outputs["z"].any()
+
+
+@pytest.mark.parametrize("chip_name, cores", [("atlas-a2", 48), ("atlas-training", 32)])
+def test_many_cores_never_beat_hbm(chip_name, cores):
+    chip = load_chip(chip_name)
+    r = run_stream(chip=chip_name, block_dim=cores, per_core_bytes=64 << 20)
+    total = cores * (64 << 20)
+    floor_us = total / chip.hbm_bytes_per_s * 1e6
+    assert r.time_us >= floor_us
+    assert r.time_us <= 1.1 * floor_us  # and the model keeps HBM busy
+    assert r.stats["gm"]["hbm_bytes"] == total
+
+
+def test_one_core_is_limited_by_its_own_mte_rate():
+    chip = load_chip("atlas-a2")
+    r = run_stream(block_dim=1, per_core_bytes=8 << 20)
+    assert r.cycles >= (8 << 20) / chip.gm_to_ub_bytes_per_cycle
+
+
+def test_small_unaligned_moves_pay_whole_bursts():
+    chip = load_chip("atlas-a2")
+    aligned, _ = run_copy(block_dim=1, tiles=1, tile=256, numerics=False, slack=16)
+    shifted, _ = run_copy(block_dim=1, tiles=1, tile=256, numerics=False, slack=16, offset_bug=16)
+    extra = chip.gm_burst_bytes / chip.gm_to_ub_bytes_per_cycle
+    assert shifted.cycles - aligned.cycles == pytest.approx(extra, abs=1)
+
+
+def test_off_by_one_tile_in_gm_is_a_memory_access_error():
+    with pytest.raises(MemoryAccessError, match=r"core aiv3: .*GM tensor 'x'"):
+        run_copy(block_dim=4, offset_bug=1024)
+
+
+def test_wait_without_set_deadlocks_quickly(chip_name):
+    t0 = time.perf_counter()
+    with pytest.raises(DeadlockError, match=r"PIPE-MTE2 waits on flag MTE3->MTE2 event 5"):
+        run_copy(chip_name, kernel=WaitWithoutSet)
+    assert time.perf_counter() - t0 < 1.0
+    with pytest.raises(DeadlockError, match="no set_flag before it"):
+        run_copy(chip_name, kernel=WaitWithoutSet, mode="functional")
+
+
+class SetNeverWaited(Kernel):
+    def init(self, **_):
+        pass
+
+    def process(self):
+        set_flag("MTE2_V", 1)
+
+
+@pytest.mark.parametrize("mode", ["timed", "functional"])
+def test_unbalanced_set_is_an_error(mode):
+    with pytest.raises(DeadlockError, match=r"unbalanced.*set_flag\(MTE2, V, 1\)"):
+        launch(SetNeverWaited, chip="atlas-a2", block_dim=1, gm=GlobalMemory(), args={},
+               outputs={}, mode=mode)
+
+
+class Greedy(Kernel):
+    def init(self, **_):
+        self.pipe.init_buffer(TQue(TPosition.VECIN, 2, name="inQueueX"), 2, 64 << 10)
+        self.pipe.init_buffer(TQue(TPosition.VECOUT, 2, name="outQueueZ"), 2, 64 << 10)
+
+    def process(self):
+        pass
+
+
+def test_init_buffer_overflow_lists_what_is_allocated(chip_name):
+    expect = "inQueueX 131072 bytes at 0" if chip_name == "atlas-a2" else None
+    if expect is None:  # 256 KB UB on atlas-training: everything fits
+        launch(Greedy, chip=chip_name, block_dim=1, gm=GlobalMemory(), args={}, outputs={})
+        return
+    with pytest.raises(TilingError, match=r"outQueueZ.*already allocated: " + expect):
+        launch(Greedy, chip=chip_name, block_dim=1, gm=GlobalMemory(), args={}, outputs={})
+
+
+def test_too_many_cores_is_a_tiling_error():
+    with pytest.raises(TilingError, match="1 to 48 cores"):
+        run_copy("atlas-a2", block_dim=49, tiles=1)
+    with pytest.raises(TilingError, match="1 to 32 cores"):
+        run_copy("atlas-training", block_dim=33, tiles=1)
+
+
+class L1OnVectorCore(Kernel):
+    def init(self, **_):
+        self.pipe.init_buffer(TQue(TPosition.A1, 1), 1, 1024)
+
+    def process(self):
+        pass
+
+
+def test_vector_core_has_no_l1_but_coupled_core_does():
+    with pytest.raises(TilingError, match="aiv0 has no L1"):
+        launch(L1OnVectorCore, chip="atlas-a2", block_dim=1, gm=GlobalMemory(), args={},
+               outputs={})
+    launch(L1OnVectorCore, chip="atlas-training", block_dim=1, gm=GlobalMemory(), args={},
+           outputs={})
+
+
+def test_copy_length_must_be_whole_blocks():
+    with pytest.raises(NpusimError, match="not a multiple of 32.*data_copy_pad"):
+        run_copy(block_dim=1, tiles=1, tile=10)
+
+
+@pytest.mark.parametrize("mode", ["timed", "functional"])
+def test_cross_core_flags_hand_data_from_aiv0_to_aiv1(mode):
+    n = 4096
+    gm = GlobalMemory()
+    x0 = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    x, ws, z = gm.tensor("x", "float32", n, x0), gm.tensor("ws", "float32", n), \
+        gm.tensor("z", "float32", n)
+    r = launch(HandOffKernel, chip="atlas-a2", block_dim=1, gm=gm,
+               args=dict(x=x, ws=ws, z=z, n=n), outputs={"z": (z, (n,))}, mode=mode)
+    assert np.array_equal(r.outputs["z"], x0)
+    if mode == "timed":
+        assert r.cycles > 2 * load_chip("atlas-a2").cross_core_flag_cycles
+
+
+@pytest.mark.parametrize("mode", ["timed", "functional"])
+def test_sync_all_orders_every_core(chip_name, mode):
+    cores, per = 8, 512
+    gm = GlobalMemory()
+    x0 = np.arange(cores * per, dtype=np.int32)
+    x, ws, z = (gm.tensor("x", "int32", cores * per, x0), gm.tensor("ws", "int32", cores * per),
+                gm.tensor("z", "int32", cores * per))
+    r = launch(RotateKernel, chip=chip_name, block_dim=cores, gm=gm,
+               args=dict(x=x, ws=ws, z=z, per_core=per), outputs={"z": (z, (cores * per,))},
+               mode=mode)
+    assert np.array_equal(r.outputs["z"], np.roll(x0, -per))
+
+
+def test_full_queue_stalls_the_scalar():
+    r, _ = run_copy(block_dim=1, tiles=64, tile=256, numerics=False)
+    depth = load_chip("atlas-a2").queue_depth
+    mte2 = [rec for rec in r.tracer.records if rec[1] == "MTE2"]
+    issue = [rec[3] for rec in mte2]
+    start = [rec[4] for rec in mte2]
+    assert max(issue) > 100  # the scalar did stall
+    for i in range(depth, len(mte2)):
+        assert issue[i] >= start[i - depth] - 1e-9
+
+
+def test_bad_mode_is_refused():
+    with pytest.raises(NpusimError, match="mode 'fast'"):
+        run_copy(mode="fast")
