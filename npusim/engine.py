@@ -13,10 +13,13 @@ later of the two; ``set``/``wait`` flags count per (src, dst, event id); barrier
 flags and SyncAll block as described in ``isa/sync.py``.
 
 Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
-bandwidth. Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
+bandwidth. With ``sanitize`` the race detector of ``npusim/sanitizer.py`` follows every
+instruction; ``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction
+so tests can show that outputs do not depend on timing. Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
 instruction at a time), instruction fetch, the scalar's branch costs beyond ``ScalarOps``.
 """
 
+import random
 from collections import deque
 
 import simpy
@@ -24,6 +27,7 @@ import simpy
 from npusim.bandwidth import GmBandwidth
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
+from npusim.sanitizer import Sanitizer
 
 EPS = 1e-9
 
@@ -45,8 +49,8 @@ class PipeSim:
         self.last_inst = None
         self.done = False
 
-    def push(self, inst, t: float) -> None:
-        self.queue.append((inst, t))
+    def push(self, inst, t: float, clock=None) -> None:
+        self.queue.append((inst, t, clock))
         if self.wake is not None:
             self.wake.succeed()
             self.wake = None
@@ -119,13 +123,20 @@ class CoreSim:
 class TimedEngine:
     """Runs recorded per-core streams on SimPy; see the module docstring."""
 
-    def __init__(self, chip, cores: list, gm, numerics: bool = True, tracer=None):
+    def __init__(self, chip, cores: list, gm, numerics: bool = True, tracer=None,
+                 sanitize: bool = True, jitter: tuple | None = None):
         self.chip, self.gm, self.numerics, self.tracer = chip, gm, numerics, tracer
         self.env = simpy.Environment()
         self.bw = GmBandwidth(chip, gm.size)
         self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]
         for sim, spec in zip(self.cores, cores, strict=True):
             sim.peers = [self.cores[j] for j in spec.peers]
+        self.sanitizer = Sanitizer(self.cores) if sanitize else None
+        self.jitter = None
+        if jitter is not None:
+            seed, max_cycles = jitter
+            rng = random.Random(seed)
+            self.jitter = lambda: rng.random() * max_cycles
         self.sync_arrivals: list = []
         self.end_time = 0.0
 

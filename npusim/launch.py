@@ -104,6 +104,7 @@ def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> 
 
 def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
            mode: str = "timed", numerics: bool = True, trace: bool = True,
+           sanitize: bool = True, jitter: tuple | None = None,
            tiling=None, workspace_bytes: int = 0) -> Result:
     """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)})."""
     chip = load_chip(chip)
@@ -128,7 +129,8 @@ def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
             for spec in specs:
                 for buf in spec.buffers.values():
                     buf.data[:] = 0
-        engine = TimedEngine(chip, specs, gm, numerics=numerics, tracer=tracer)
+        engine = TimedEngine(chip, specs, gm, numerics=numerics, tracer=tracer,
+                             sanitize=sanitize, jitter=jitter)
         cycles = engine.run()
     elif not eager:
         run_functional(specs, numerics=numerics)

@@ -16,7 +16,7 @@ def pipe_process(engine, pipe):
             pipe.wake = env.event()
             yield pipe.wake
             continue
-        inst, t_issue = queue.popleft()
+        inst, t_issue, clock = queue.popleft()
         if pipe.slot is not None:
             pipe.slot.succeed()
             pipe.slot = None
@@ -30,22 +30,34 @@ def pipe_process(engine, pipe):
             return
         pipe.busy_now = True
         kind = inst.kind
+        san = engine.sanitizer
         if kind == "exec":
             yield from _run_exec(engine, pipe, inst, t_issue)
+            if san is not None:
+                san.on_exec(core.index, pipe.name, inst, clock)
         elif kind == "set":  # occupies the pipe flag_cycles; visible to the waiter after them
-            pipe.not_before = env.now + chip.flag_cycles
+            pipe.not_before = env.now + chip.flag_cycles + (engine.jitter() if engine.jitter else 0)
+            if san is not None:
+                san.on_set(core.index, pipe.name, inst.key, clock)
             core.set_flag(inst.key, pipe.not_before)
             _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
         elif kind == "wait":
             start = env.now
             yield from core.wait_flag(inst.key, pipe)
+            if san is not None:
+                san.on_wait(core.index, pipe.name, inst.key, clock)
             pipe.not_before = env.now + chip.flag_cycles
             _trace_sync(engine, pipe, inst, t_issue, start, pipe.not_before)
         elif kind == "xset":
             yield env.timeout(inst.body(chip))
+            if san is not None:
+                san.on_cross_set(core.index, pipe.name, [p.index for p in core.peers],
+                                 inst.flag_id, clock)
             core.cross_set(inst.flag_id)
         elif kind == "xwait":
             yield from core.cross_wait(inst.flag_id, pipe)
+            if san is not None:
+                san.on_cross_wait(core.index, pipe.name, inst.flag_id, clock)
             yield env.timeout(chip.flag_cycles)
         else:  # barrier on this pipe: in-order, so only its drain cost
             yield env.timeout(inst.body(chip))
@@ -61,6 +73,8 @@ def _run_exec(engine, pipe, inst, t_issue):
     dur = inst.body(chip)
     if start > pipe.last_end + 1e-9:
         dur += inst.head(chip)
+    if engine.jitter is not None:
+        dur += engine.jitter()
     end = start + dur
     if inst.touches_gm:
         lo, hi = inst.gm_span()
@@ -100,7 +114,11 @@ def _drain(engine, core):
             pipe.idle_waiters.append(ev)
             core.scalar_blocked = ("pipe drain", f"PIPE-{pipe.name}")
             yield ev
+        if pipe.not_before > engine.env.now:
+            yield engine.env.timeout(pipe.not_before - engine.env.now)
     core.scalar_blocked = None
+    if engine.sanitizer is not None:
+        engine.sanitizer.on_drain(core.index)
 
 
 def scalar_process(engine, core):
@@ -108,6 +126,7 @@ def scalar_process(engine, core):
     env, chip = engine.env, engine.chip
     issue, depth = chip.issue_cycles, chip.queue_depth
     pipes = core.pipes
+    san = engine.sanitizer
     t = 0.0
     for inst in core.stream:
         name = inst.pipe
@@ -124,7 +143,7 @@ def scalar_process(engine, core):
                 core.scalar_blocked = None
                 if env.now > t:
                     t = env.now
-            pipe.push(inst, t)
+            pipe.push(inst, t, san.issue_clock[core.index] if san is not None else None)
             continue
         if inst.kind == "scalar":
             t += inst.body(chip)
@@ -146,10 +165,14 @@ def scalar_process(engine, core):
 
 def _scalar_inst(engine, core, inst):
     """The blocking part of a scalar-pipe instruction (its cost is added by the caller)."""
-    kind = inst.kind
+    kind, san, i = inst.kind, engine.sanitizer, core.index
     if kind == "wait":
         yield from core.wait_flag(inst.key, None)
+        if san is not None:
+            san.on_wait(i, "S", inst.key)
     elif kind == "set":
+        if san is not None:
+            san.on_set(i, "S", inst.key)
         core.set_flag(inst.key, engine.env.now + engine.chip.flag_cycles)
     elif kind == "barrier":
         yield from _drain(engine, core)
@@ -158,10 +181,17 @@ def _scalar_inst(engine, core, inst):
         yield from _sync_all(engine, core)
     elif kind == "xwait":
         yield from core.cross_wait(inst.flag_id, None)
+        if san is not None:
+            san.on_cross_wait(i, "S", inst.flag_id)
     elif kind == "xset":
+        if san is not None:
+            san.on_cross_set(i, "S", [p.index for p in core.peers], inst.flag_id)
         core.cross_set(inst.flag_id)
-    elif kind in ("scalar_read", "scalar_write") and engine.numerics:
-        inst.execute()
+    elif kind in ("scalar_read", "scalar_write"):
+        if engine.numerics:
+            inst.execute()
+        if san is not None:
+            san.on_exec(i, "S", inst)
 
 
 def _sync_all(engine, core):
@@ -171,6 +201,8 @@ def _sync_all(engine, core):
     arrivals.append(ev)
     if len(arrivals) == len(engine.cores):
         engine.sync_arrivals = []
+        if engine.sanitizer is not None:
+            engine.sanitizer.on_sync_all([c.index for c in engine.cores])
         for e in arrivals:
             e.succeed()
     core.scalar_blocked = ("sync_all", f"{len(arrivals)}/{len(engine.cores)} cores arrived")

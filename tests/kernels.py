@@ -30,7 +30,7 @@ class CopyKernel(Kernel):
 
 
 def run_copy(chip="atlas-a2", *, block_dim=4, tiles=8, tile=1024, dtype=np.float16, mode="timed",
-             numerics=True, kernel=CopyKernel, slack=0, **extra):
+             numerics=True, kernel=CopyKernel, slack=0, sanitize=True, jitter=None, **extra):
     """Copy x (``slack`` more elements than z) to z; return (Result, x's first n values)."""
     n = block_dim * tiles * tile
     x0 = np.arange(n + slack).astype(dtype)
@@ -38,7 +38,8 @@ def run_copy(chip="atlas-a2", *, block_dim=4, tiles=8, tile=1024, dtype=np.float
     x, z = gm.tensor("x", dtype, n + slack, x0), gm.tensor("z", dtype, n)
     r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
                args=dict(x=x, z=z, per_core=tiles * tile, tile=tile, **extra),
-               outputs={"z": (z, (n,))}, mode=mode, numerics=numerics)
+               outputs={"z": (z, (n,))}, mode=mode, numerics=numerics, sanitize=sanitize,
+               jitter=jitter)
     return r, x0[:n]
 
 
@@ -102,3 +103,18 @@ class RotateKernel(Kernel):
         t = self.que.deque()
         data_copy(dst, t, self.per)
         self.que.free_tensor(t)
+
+
+class MissingDequeWait(CopyKernel):
+    """The copy kernel with the deque's wait_flag removed: MTE3 may read before MTE2 wrote."""
+
+    def process(self):
+        for i in range(self.tiles):
+            t = self.que.alloc_tensor(self.x.dtype)
+            data_copy(t, self.x[i * self.tile], self.tile)
+            self.que.enque(t)
+            t = self.que.fifo.pop(0)          # deque() without its wait_flag
+            data_copy(self.z[i * self.tile], t, self.tile)
+            self.que.free_tensor(t)
+        for i in range(self.tiles):   # balance the sets the missing waits left behind
+            wait_flag(HardEvent.MTE2_MTE3, self.que.slots[i % len(self.que.slots)].fwd_id)

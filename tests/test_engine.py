@@ -5,10 +5,11 @@ import time
 import numpy as np
 import pytest
 
-from kernels import HandOffKernel, RotateKernel, WaitWithoutSet, run_copy
+from kernels import HandOffKernel, MissingDequeWait, RotateKernel, WaitWithoutSet, run_copy
 from npusim import load_chip
 from npusim.dsl import Kernel, TPosition, TQue, data_copy, set_flag
-from npusim.errors import DeadlockError, MemoryAccessError, NpusimError, TilingError
+from npusim.errors import (DeadlockError, HazardError, MemoryAccessError, NpusimError,
+                           TilingError)
 from npusim.launch import launch
 from npusim.memory import GlobalMemory
 from npusim.micro.stream import run_stream
@@ -169,3 +170,22 @@ def test_full_queue_stalls_the_scalar():
 def test_bad_mode_is_refused():
     with pytest.raises(NpusimError, match="mode 'fast'"):
         run_copy(mode="fast")
+
+
+def test_a_removed_wait_flag_is_a_hazard(chip_name):
+    with pytest.raises(HazardError, match=r"race on core0.UB|race on aiv0.UB") as info:
+        run_copy(chip_name, block_dim=1, kernel=MissingDequeWait)
+    assert "data_copy on" in str(info.value) and "PIPE-MTE2 (writes)" in str(info.value)
+
+
+def test_sanitizer_can_be_switched_off():
+    r, _ = run_copy(block_dim=1, kernel=MissingDequeWait, sanitize=False)
+    assert r.cycles > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_jitter_keeps_outputs_bit_identical(chip_name, seed):
+    base, x0 = run_copy(chip_name)
+    jittered, _ = run_copy(chip_name, jitter=(seed, 50.0))
+    assert np.array_equal(jittered.outputs["z"], base.outputs["z"])
+    assert jittered.cycles != base.cycles

@@ -1,0 +1,126 @@
+"""The race detector of the timed run: happens-before with vector clocks (as FastTrack does).
+
+Every pipe of every core is a thread with a vector clock. Happens-before edges come only from
+what orders pipes on the chip: program order inside a pipe; ``set_flag`` -> the ``wait_flag`` it
+releases (the set's clock travels with the flag); cross-core flags; ``PipeBarrier(ALL)`` and
+``SyncAll``, after which the scalar knows every drained pipe's clock; and issue: an instruction
+cannot run before the scalar issued it, so it inherits what the scalar knew then. The scalar's
+own UB writes (``set_value``) are not ordered by issue: as on the chip they need a flag.
+
+Each on-chip buffer keeps a short list of recent accesses as byte intervals. An access races
+with an earlier one on another thread when the intervals overlap, one of them writes, and the
+earlier one does not happen-before it: a ``HazardError`` naming both instructions, their pipes
+and the byte range. Entries that happen-before every thread of the core are dropped. GM is not
+checked (cores reach GM through atomics or SyncAll by design of the kernels here).
+"""
+
+from collections import deque
+
+import numpy as np
+
+from npusim.errors import HazardError
+from npusim.memory import Buffer
+
+PRUNE_AT = 24
+
+
+class Sanitizer:
+    """Vector clocks of every pipe thread and the access history of every on-chip buffer."""
+
+    def __init__(self, cores):
+        self.tid: dict[tuple[int, str], int] = {}
+        for core in cores:
+            for pipe in core.pipes:
+                self.tid[(core.index, pipe)] = len(self.tid)
+        n = len(self.tid)
+        self.vc = [np.zeros(n, np.int64) for _ in range(n)]
+        self.names = {t: f"{cores[c].label} PIPE-{p}" for (c, p), t in self.tid.items()}
+        self.core_tids = {c.index: [self.tid[(c.index, p)] for p in c.pipes] for c in cores}
+        self.issue_clock = {c.index: np.zeros(n, np.int64) for c in cores}
+        self.joined = [None] * n      # the issue clock each thread last joined
+        self.history: dict[int, list] = {}
+        self.flag_clocks: dict[tuple, deque] = {}
+
+    # clocks ------------------------------------------------------------------------------------
+    def _tick(self, core: int, pipe: str, issue_clock=None) -> int:
+        t = self.tid[(core, pipe)]
+        vc = self.vc[t]
+        if issue_clock is not None and issue_clock is not self.joined[t]:
+            np.maximum(vc, issue_clock, out=vc)
+            self.joined[t] = issue_clock
+        vc[t] += 1
+        return t
+
+    def on_set(self, core: int, pipe: str, key, issue_clock=None) -> None:
+        t = self._tick(core, pipe, issue_clock)
+        self.flag_clocks.setdefault((core, key), deque()).append(self.vc[t].copy())
+
+    def on_wait(self, core: int, pipe: str, key, issue_clock=None) -> None:
+        t = self._tick(core, pipe, issue_clock)
+        np.maximum(self.vc[t], self.flag_clocks[(core, key)].popleft(), out=self.vc[t])
+        self._scalar_learned(core, pipe)
+
+    def on_cross_set(self, core: int, pipe: str, peers, flag_id, issue_clock=None) -> None:
+        t = self._tick(core, pipe, issue_clock)
+        for peer in peers:
+            self.flag_clocks.setdefault((peer, ("x", flag_id)), deque()).append(
+                self.vc[t].copy())
+
+    def on_cross_wait(self, core: int, pipe: str, flag_id, issue_clock=None) -> None:
+        self.on_wait(core, pipe, ("x", flag_id), issue_clock)
+
+    def on_drain(self, core: int) -> None:
+        """PipeBarrier(ALL): the scalar has seen every pipe of the core go idle."""
+        s = self.tid[(core, "S")]
+        for t in self.core_tids[core]:
+            np.maximum(self.vc[s], self.vc[t], out=self.vc[s])
+        self._scalar_learned(core, "S")
+
+    def on_sync_all(self, cores: list[int]) -> None:
+        """SyncAll released: every scalar knows every clock of every core."""
+        top = np.max(np.stack(self.vc), axis=0)
+        for core in cores:
+            s = self.tid[(core, "S")]
+            np.maximum(self.vc[s], top, out=self.vc[s])
+            self._scalar_learned(core, "S")
+
+    def _scalar_learned(self, core: int, pipe: str) -> None:
+        if pipe == "S":
+            s = self.tid[(core, "S")]
+            clock = self.vc[s].copy()
+            clock[s] = 0   # the scalar's own writes are not ordered by issue
+            self.issue_clock[core] = clock
+
+    # accesses ----------------------------------------------------------------------------------
+    def on_exec(self, core: int, pipe: str, inst, issue_clock=None) -> None:
+        t = self._tick(core, pipe, issue_clock)
+        vc = self.vc[t]
+        for store, lo, hi in inst.reads():
+            if isinstance(store, Buffer) and hi > lo:
+                self._access(store, lo, hi, False, t, vc, inst, core)
+        for store, lo, hi in inst.writes():
+            if isinstance(store, Buffer) and hi > lo:
+                self._access(store, lo, hi, True, t, vc, inst, core)
+
+    def _access(self, store, lo, hi, write, t, vc, inst, core) -> None:
+        hist = self.history.get(id(store))
+        if hist is None:
+            hist = self.history[id(store)] = []
+        for e_lo, e_hi, e_t, e_epoch, e_write, e_inst in hist:
+            if e_t != t and e_hi > lo and e_lo < hi and (write or e_write) \
+                    and e_epoch > vc[e_t]:
+                self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
+                             (t, inst, write))
+        hist.append((lo, hi, t, vc[t], write, inst))
+        if len(hist) > PRUNE_AT:
+            floor = np.min(np.stack([self.vc[x] for x in self.core_tids[core]]), axis=0)
+            hist[:] = [e for e in hist if e[3] > floor[e[2]]]
+
+    def _report(self, store, lo, hi, first, second) -> None:
+        def side(entry):
+            t, inst, write = entry
+            return f"{inst.name} on {self.names[t]} ({'writes' if write else 'reads'})"
+
+        raise HazardError(
+            f"race on {store!r} bytes [{lo}, {hi}): {side(first)} and {side(second)} "
+            "are not ordered by any flag, queue hand-off or barrier")
