@@ -18,8 +18,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from npusim.isa.base import Instr, Pipe
 from npusim.errors import NpusimError
+from npusim.isa.base import Instr, Pipe
 
 
 def blocks_view(store, addr: int, count: int, length: int, stride: int) -> np.ndarray:

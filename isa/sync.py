@@ -122,3 +122,20 @@ class SyncAll(Instr):
 
     def body(self, chip) -> float:
         return chip.sync_all_cycles
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BufferMark(Instr):
+    """Not an instruction: a queue buffer becomes live (``delta`` > 0) or is freed (< 0).
+
+    The DSL issues one on the producer pipe at ``alloc_tensor`` and one on the consumer pipe at
+    ``free_tensor``, so the memory trace follows simulated time. It costs nothing, takes no
+    queue entry and is invisible to the functional run and to the instruction counts.
+    """
+
+    name: ClassVar[str] = "buffer_mark"
+    kind: ClassVar[str] = "mark"
+    pipe: str
+    buffer: object
+    delta: int
+    label: str = ""

@@ -15,7 +15,9 @@ flags and SyncAll block as described in ``isa/sync.py``.
 Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
 bandwidth. With ``sanitize`` the race detector of ``npusim/sanitizer.py`` follows every
 instruction; ``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction
-so tests can show that outputs do not depend on timing. Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
+so tests can show that outputs do not depend on timing.
+
+Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
 instruction at a time), instruction fetch, the scalar's branch costs beyond ``ScalarOps``.
 """
 
@@ -38,6 +40,7 @@ class PipeSim:
     def __init__(self, core, name: str):
         self.core, self.name = core, name
         self.queue: deque = deque()
+        self.marks = 0            # buffer marks in the queue (they take no entry)
         self.wake = None          # event the idle pipe waits on for a push
         self.slot = None          # event the scalar waits on for a free queue entry
         self.idle_waiters: list = []

@@ -72,6 +72,7 @@ def _run_core(core, cores, numerics: bool) -> bool:
             core.xflags[inst.flag_id] -= 1
         elif kind == "syncall" and not _pass_sync(core, cores):
             break
+        # "mark", "barrier" and "scalar" entries have no effect in program order
         core.pc += 1
     return core.pc > start
 

@@ -17,6 +17,13 @@ def pipe_process(engine, pipe):
             yield pipe.wake
             continue
         inst, t_issue, clock = queue.popleft()
+        if inst is not STOP and inst.kind == "mark":
+            pipe.marks -= 1
+            if engine.tracer is not None:
+                engine.tracer.mark(core.index, inst, max(env.now, t_issue))
+            if not queue:
+                _notify_idle(pipe)
+            continue
         if pipe.slot is not None:
             pipe.slot.succeed()
             pipe.slot = None
@@ -130,13 +137,16 @@ def scalar_process(engine, core):
     t = 0.0
     for inst in core.stream:
         name = inst.pipe
+        if inst.kind == "mark":
+            _push_mark(engine, core, inst, t)
+            continue
         if name != "S":
             pipe = pipes[name]
             t += issue
-            if len(pipe.queue) >= depth:
+            if len(pipe.queue) - pipe.marks >= depth:
                 # Entries only leave the queue, so it is full at t too unless a pop comes first:
                 # wait for that pop and issue at the later of t and the pop.
-                while len(pipe.queue) >= depth:
+                while len(pipe.queue) - pipe.marks >= depth:
                     pipe.slot = env.event()
                     core.scalar_blocked = ("queue full", f"PIPE-{name}")
                     yield pipe.slot
@@ -161,6 +171,17 @@ def scalar_process(engine, core):
     core.scalar_time = t
     core.scalar_done = True
     engine.end_time = max(engine.end_time, t)
+
+
+def _push_mark(engine, core, inst, t) -> None:
+    """Buffer marks ride in their pipe's queue (taking no entry) or, on S, are traced at once."""
+    if inst.pipe == "S":
+        if engine.tracer is not None:
+            engine.tracer.mark(core.index, inst, t)
+        return
+    pipe = core.pipes[inst.pipe]
+    pipe.marks += 1
+    pipe.push(inst, t)
 
 
 def _scalar_inst(engine, core, inst):

@@ -26,6 +26,18 @@ class Result:
     def time_us(self) -> float:
         return self.cycles / self.chip.clock_hz * 1e6
 
+    def write_trace(self, path) -> str:
+        """Write a Chrome trace event JSON (Perfetto, chrome://tracing); return the path."""
+        from npusim.trace_export import write_chrome_trace
+
+        return write_chrome_trace(self, path)
+
+    def line_trace(self, core: int = 0) -> str:
+        """One text line per instruction of ``core``: cycles, pipe, and why it waited."""
+        from npusim.trace_export import line_trace
+
+        return line_trace(self, core)
+
     def summary(self) -> str:
         """A readable table of the run."""
         s = self.stats
@@ -48,8 +60,10 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     """Build the stats dict from the recorded streams and, for a timed run, the engine."""
     counts, by_path, instructions = Counter(), Counter(), 0
     for spec in specs:
-        instructions += len(spec.stream)
         for inst in spec.stream:
+            if inst.kind == "mark":
+                continue
+            instructions += 1
             counts[inst.name] += 1
             path = inst.path()
             if path:
@@ -58,7 +72,8 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     for spec in specs:
         for buf, used in spec.used_bytes.items():
             peak[buf] = max(peak.get(buf, 0), used)
-    stats = {"cores": len(specs), "instructions": instructions,
+    stats = {"cores": len(specs), "core_labels": [s.label for s in specs],
+             "instructions": instructions,
              "instruction_counts": dict(sorted(counts.items())),
              "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,
              "peak_bytes_per_core": {s.label: dict(s.used_bytes) for s in specs}}

@@ -11,9 +11,13 @@ class Tracer:
 
     def __init__(self):
         self.records: list[tuple] = []
+        self.marks: list[tuple] = []   # (core index, time, buffer name, delta bytes, label)
 
     def record(self, core: int, pipe: str, inst, issue: float, start: float, end: float):
         self.records.append((core, pipe, inst, issue, start, end))
+
+    def mark(self, core: int, inst, time: float):
+        self.marks.append((core, time, inst.buffer.name, inst.delta, inst.label))
 
     def __len__(self) -> int:
         return len(self.records)

@@ -2,9 +2,22 @@
 
 import numpy as np
 
-from npusim.dsl import (HardEvent, Kernel, Pipe, TPosition, TQue, cross_core_set_flag,
-                        cross_core_wait_flag, data_copy, get_block_idx, get_block_num,
-                        get_sub_block_idx, is_aiv, sync_all, wait_flag)
+from npusim.dsl import (
+    HardEvent,
+    Kernel,
+    Pipe,
+    TPosition,
+    TQue,
+    cross_core_set_flag,
+    cross_core_wait_flag,
+    data_copy,
+    get_block_idx,
+    get_block_num,
+    get_sub_block_idx,
+    is_aiv,
+    sync_all,
+    wait_flag,
+)
 from npusim.launch import launch
 from npusim.memory import GlobalMemory
 

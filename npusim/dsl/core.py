@@ -16,16 +16,21 @@ the tensor-position checks Ascend C makes at compile time.
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from npusim.dsl.context import current, issue
 from npusim.dtypes import dtype_of
 from npusim.errors import NpusimError, TilingError
 from npusim.isa.base import Pipe
 from npusim.isa.move import DataCopy, LocalCopy
 from npusim.isa.scalar import GetValue, ScalarOps, SetValue
-from npusim.isa.sync import (CrossCoreSetFlag, CrossCoreWaitFlag, PipeBarrier, SetFlag,
-                             SyncAll, WaitFlag)
+from npusim.isa.sync import (
+    BufferMark,
+    CrossCoreSetFlag,
+    CrossCoreWaitFlag,
+    PipeBarrier,
+    SetFlag,
+    SyncAll,
+    WaitFlag,
+)
 from npusim.memory import LocalTensor
 
 
@@ -186,7 +191,8 @@ def data_copy(dst, src, count_or_params) -> None:
     if isinstance(count_or_params, DataCopyParams):
         p = count_or_params
         n, length = p.block_count, p.block_len * block
-        s_stride, d_stride = (p.block_len + p.src_stride) * block, (p.block_len + p.dst_stride) * block
+        s_stride = (p.block_len + p.src_stride) * block
+        d_stride = (p.block_len + p.dst_stride) * block
     else:
         count = int(count_or_params)
         n, length = 1, count * src.dtype.itemsize
@@ -258,6 +264,8 @@ class TQue:
             issue(WaitFlag(src=self.consumer, dst=self.producer, event_id=slot.back_id))
             slot.freed = False
         slot.busy = True
+        issue(BufferMark(pipe=self.producer or Pipe.S, buffer=self._buffer, delta=self.length,
+                         label=self.name))
         dt = dtype_of(dtype)
         return LocalTensor(self._buffer, slot.addr, dt, self.length // dt.itemsize,
                            slot.addr + self.length, self.name)
@@ -278,6 +286,8 @@ class TQue:
     def free_tensor(self, tensor: LocalTensor) -> None:
         slot = self._slot_of(tensor)
         issue(SetFlag(src=self.consumer, dst=self.producer, event_id=slot.back_id))
+        issue(BufferMark(pipe=self.consumer or Pipe.S, buffer=self._buffer, delta=-self.length,
+                         label=self.name))
         slot.freed, slot.busy = True, False
 
     def _slot_of(self, tensor) -> _Slot:

@@ -2,10 +2,11 @@
 
 from typing import ClassVar
 
-from npusim.dsl.context import current
+from npusim.dsl.context import current, issue
 from npusim.dsl.core import ALIGN_KEYS, TBuf, TQue, _Slot
 from npusim.errors import NpusimError, TilingError
 from npusim.isa.base import Pipe
+from npusim.isa.sync import BufferMark
 
 
 class TPipe:
@@ -35,6 +36,7 @@ class TPipe:
         que._buffer = buffer
         if isinstance(que, TBuf):
             que.addr, que.length = offset, length
+            issue(BufferMark(pipe=Pipe.S, buffer=buffer, delta=length, label=que.name))
             return
         if que.position == "CO1" and que.consumer is None:
             que.consumer = Pipe.FIX if self.ctx.chip.has_fixpipe else Pipe.V
