@@ -73,6 +73,7 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
         for buf, used in spec.used_bytes.items():
             peak[buf] = max(peak.get(buf, 0), used)
     stats = {"cores": len(specs), "core_labels": [s.label for s in specs],
+             "core_pipes": {s.label: list(s.pipes) for s in specs},
              "instructions": instructions,
              "instruction_counts": dict(sorted(counts.items())),
              "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,

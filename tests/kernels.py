@@ -46,7 +46,7 @@ def run_copy(chip="atlas-a2", *, block_dim=4, tiles=8, tile=1024, dtype=np.float
              numerics=True, kernel=CopyKernel, slack=0, sanitize=True, jitter=None, **extra):
     """Copy x (``slack`` more elements than z) to z; return (Result, x's first n values)."""
     n = block_dim * tiles * tile
-    x0 = np.arange(n + slack).astype(dtype)
+    x0 = (np.arange(n + slack) % 2039).astype(dtype)
     gm = GlobalMemory()
     x, z = gm.tensor("x", dtype, n + slack, x0), gm.tensor("z", dtype, n)
     r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,

@@ -1,0 +1,109 @@
+"""Plots of a timed run, drawn headless with matplotlib (Agg) to PNG.
+
+- ``pipeline(result, path, cores=None)``: a Gantt chart, one row per pipe of each core shown,
+  time in microseconds, each instruction a bar coloured by kind (GM move, local move, vector,
+  cube, flag wait, flag set, scalar).
+- ``memory(result, path, core=0)``: live bytes per on-chip buffer over time, with each buffer's
+  capacity as a dashed line.
+
+Both write to a temporary file and rename it, so a failed plot leaves no partial PNG.
+"""
+
+import os
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from npusim.errors import NpusimError  # noqa: E402
+from npusim.trace_export import PIPE_ORDER, memory_timeline  # noqa: E402
+
+COLOURS = {"gm": "#1f77b4", "local": "#17becf", "vector": "#2ca02c", "cube": "#d62728",
+           "wait": "#bbbbbb", "set": "#7f7f7f", "scalar": "#9467bd", "other": "#ff7f0e"}
+SIZE_KEYS = {"UB": "ub_bytes", "L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes",
+             "L0C": "l0c_bytes", "BT": "bias_table_bytes", "FB": "fixpipe_buffer_bytes"}
+
+
+def _kind(inst) -> str:
+    if inst.kind in ("wait", "xwait"):
+        return "wait"
+    if inst.kind in ("set", "xset"):
+        return "set"
+    if inst.pipe == "S":
+        return "scalar"
+    if inst.touches_gm:
+        return "gm"
+    return {"V": "vector", "M": "cube", "MTE1": "local", "FIX": "local"}.get(inst.pipe, "other")
+
+
+def _save(fig, path) -> str:
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=folder)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _need_trace(result):
+    if result.tracer is None:
+        raise NpusimError("plots need a timed run with trace=True")
+
+
+def pipeline(result, path, cores=None, max_cores: int = 4) -> str:
+    """Gantt chart of the pipes of ``cores`` (default: the first ``max_cores``)."""
+    _need_trace(result)
+    labels = result.stats.get("core_labels", [])
+    shown = list(cores) if cores is not None else list(range(min(max_cores, len(labels))))
+    rows = [(c, p) for c in shown for p in PIPE_ORDER
+            if p in result.stats.get("core_pipes", {}).get(labels[c], PIPE_ORDER)]
+    index = {row: i for i, row in enumerate(rows)}
+    us = 1e6 / result.chip.clock_hz
+    bars: dict = {}
+    for core, pipe, inst, _issue, start, end in result.tracer.records:
+        row = index.get((core, pipe))
+        if row is not None:
+            bars.setdefault(_kind(inst), []).append((row, start * us, max(end - start, 0.3) * us))
+    fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.5))
+    for kind, items in bars.items():
+        for row, x, w in items:
+            ax.broken_barh([(x, w)], (row - 0.4, 0.8), color=COLOURS[kind])
+    ax.set_yticks(range(len(rows)), [f"{labels[c]} PIPE-{p}" for c, p in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (us)")
+    ax.set_title(f"pipeline: {result.chip.name}, {result.cycles} cycles")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in bars]
+    ax.legend(handles, list(bars), fontsize=7, loc="upper right")
+    return _save(fig, path)
+
+
+def memory(result, path, core: int = 0) -> str:
+    """Live bytes per buffer of ``core`` over time, with capacity lines."""
+    _need_trace(result)
+    us = 1e6 / result.chip.clock_hz
+    series = {buf: pts for (c, buf), pts in memory_timeline(result.tracer).items() if c == core}
+    fig, ax = plt.subplots(figsize=(10, 4))
+    end = result.cycles * us
+    for i, (buf, points) in enumerate(sorted(series.items())):
+        xs = [0.0] + [t * us for t, _ in points] + [end]
+        ys = [0] + [b for _, b in points] + [points[-1][1]]
+        colour = f"C{i}"
+        ax.step(xs, ys, where="post", label=f"{buf} live", color=colour)
+        capacity = getattr(result.chip, SIZE_KEYS.get(buf, "ub_bytes"))
+        ax.axhline(capacity, color=colour, linestyle="--", linewidth=0.8,
+                   label=f"{buf} capacity {capacity // 1024} KB")
+    labels = result.stats.get("core_labels", [])
+    name = labels[core] if core < len(labels) else f"core {core}"
+    ax.set_title(f"buffer occupancy: {name} on {result.chip.name}")
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel("bytes")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
