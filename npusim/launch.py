@@ -15,6 +15,7 @@ reach each other through cross-core flags.
 """
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,9 +119,11 @@ def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
         raise NpusimError("numerics=False only applies to mode='timed'")
     core_type = kernel_cls.core_type if chip.separated else "aic"
     specs = core_layout(chip, core_type, block_dim)
+    t0 = time.perf_counter()
     gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)
+    t_record = time.perf_counter()
     tracer = Tracer() if trace and mode == "timed" else None
     cycles = 0.0
     if mode == "timed":
@@ -136,6 +139,9 @@ def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
         run_functional(specs, numerics=numerics)
     result_outputs = {name: t.array(int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()
                       for name, (t, shape) in outputs.items()}
+    t_run = time.perf_counter()
     stats = collect_stats(chip, specs, tracer, cycles, engine if mode == "timed" else None)
+    stats["wall_seconds"] = {"record": t_record - t0, "run": t_run - t_record,
+                             "total": time.perf_counter() - t0}
     return Result(outputs=result_outputs, cycles=math.ceil(cycles - 1e-9), chip=chip, mode=mode,
                   tiling=tiling, workspace_bytes=workspace_bytes, stats=stats, tracer=tracer)

@@ -10,8 +10,11 @@ own UB writes (``set_value``) are not ordered by issue: as on the chip they need
 Each on-chip buffer keeps a short list of recent accesses as byte intervals. An access races
 with an earlier one on another thread when the intervals overlap, one of them writes, and the
 earlier one does not happen-before it: a ``HazardError`` naming both instructions, their pipes
-and the byte range. Entries that happen-before every thread of the core are dropped. GM is not
-checked (cores reach GM through atomics or SyncAll by design of the kernels here).
+and the byte range. As in FastTrack, an access that covers an earlier entry which happens-before
+it replaces that entry (a read replaces only earlier reads): any later access that would race
+with the old entry races with the new one too, so the list stays as short as the buffers in
+flight. GM is not checked (cores reach GM through atomics or SyncAll by design of the kernels
+here).
 """
 
 from collections import deque
@@ -21,7 +24,6 @@ import numpy as np
 from npusim.errors import HazardError
 from npusim.memory import Buffer
 
-PRUNE_AT = 24
 
 
 class Sanitizer:
@@ -106,15 +108,20 @@ class Sanitizer:
         hist = self.history.get(id(store))
         if hist is None:
             hist = self.history[id(store)] = []
-        for e_lo, e_hi, e_t, e_epoch, e_write, e_inst in hist:
-            if e_t != t and e_hi > lo and e_lo < hi and (write or e_write) \
-                    and e_epoch > vc[e_t]:
+        keep = []
+        for entry in hist:
+            e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
+            if e_hi <= lo or e_lo >= hi:
+                keep.append(entry)
+                continue
+            ordered = e_t == t or e_epoch <= vc[e_t]
+            if not ordered and (write or e_write):
                 self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
                              (t, inst, write))
-        hist.append((lo, hi, t, vc[t], write, inst))
-        if len(hist) > PRUNE_AT:
-            floor = np.min(np.stack([self.vc[x] for x in self.core_tids[core]]), axis=0)
-            hist[:] = [e for e in hist if e[3] > floor[e[2]]]
+            if not (ordered and lo <= e_lo and e_hi <= hi and (write or not e_write)):
+                keep.append(entry)
+        keep.append((lo, hi, t, int(vc[t]), write, inst))
+        self.history[id(store)] = keep
 
     def _report(self, store, lo, hi, first, second) -> None:
         def side(entry):

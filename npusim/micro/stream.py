@@ -23,10 +23,10 @@ class StreamKernel(Kernel):
 
 
 def run_stream(*, chip="atlas-a2", block_dim: int = 48, per_core_bytes: int = 64 << 20,
-               tile_bytes: int = 64 << 10, numerics: bool = False):
+               tile_bytes: int = 64 << 10, numerics: bool = False, **launch_args):
     """Every core streams ``per_core_bytes`` of its own GM slice; returns the Result."""
     gm = GlobalMemory()
     src = gm.tensor("src", "uint8", block_dim * per_core_bytes)
     return launch(StreamKernel, chip=chip, block_dim=block_dim, gm=gm,
                   args=dict(src=src, per_core=per_core_bytes, tile_bytes=tile_bytes),
-                  outputs={}, numerics=numerics)
+                  outputs={}, numerics=numerics, **launch_args)

@@ -105,8 +105,11 @@ def vector_tiling(total: int, dtype, *, block_dim: int, tile_length: int,
 
 def run_vector(op: str = "add", *, chip="atlas-a2", dtype="float16", tiles: int = 16,
                tile_length: int = 2048, buffer_num: int = 2, block_dim: int = 1,
-               mode: str = "timed", numerics: bool = True, seed: int = 0):
-    """Run the vector micro-kernel on random inputs; the Result has outputs x, y, z."""
+               mode: str = "timed", numerics: bool = True, seed: int = 0, **launch_args):
+    """Run the vector micro-kernel on random inputs; the Result has outputs x, y, z.
+
+    ``launch_args`` go to ``launch`` (``sanitize``, ``trace``, ``jitter``).
+    """
     dt = dtype_of(dtype)
     total = tiles * tile_length * block_dim
     tiling = vector_tiling(total, dt, block_dim=block_dim, tile_length=tile_length,
@@ -119,6 +122,7 @@ def run_vector(op: str = "add", *, chip="atlas-a2", dtype="float16", tiles: int 
     z = gm.tensor("z", dt, total)
     result = launch(VectorKernel, chip=chip, block_dim=block_dim, gm=gm,
                     args=dict(x=x, y=y, z=z, tiling=tiling, op=op),
-                    outputs={"z": (z, (total,))}, mode=mode, numerics=numerics, tiling=tiling)
+                    outputs={"z": (z, (total,))}, mode=mode, numerics=numerics, tiling=tiling,
+                    **launch_args)
     result.outputs.update(x=x0, y=y0)
     return result
