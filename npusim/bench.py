@@ -2,8 +2,8 @@
 
 Each case runs a kernel and reports the simulated instructions (set/wait flags included, buffer
 marks excluded), the wall-clock seconds of the launch (recording the streams, the run and the
-stats; making the random inputs is not counted) and their ratio; for timed runs also the sanitizer's and the tracer's share, by
-running the case again with each switched off.
+stats; making the random inputs is not counted) and their ratio; for timed runs also the
+sanitizer's and the tracer's share, by running the case again with both switched off.
 """
 
 from npusim.micro.stream import run_stream
@@ -28,8 +28,7 @@ def _cases(quick: bool):
         op="exp_mul", chip="atlas-training", block_dim=32, tiles=tiles, tile_length=4096)
     yield "GM stream 48 x 16 MB, numerics off", run_stream, dict(
         block_dim=48, per_core_bytes=(4 if quick else 16) << 20)
-    for case in _extra_cases(quick):
-        yield case
+    yield from _extra_cases(quick)
 
 
 def _extra_cases(quick: bool):

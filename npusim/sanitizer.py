@@ -25,7 +25,6 @@ from npusim.errors import HazardError
 from npusim.memory import Buffer
 
 
-
 class Sanitizer:
     """Vector clocks of every pipe thread and the access history of every on-chip buffer."""
 
