@@ -21,13 +21,15 @@ class CoreContext:
         self.buffers = buffers
         self.eager = eager
         self.atomic = False  # SetAtomicAdd in force for UB->GM copies
+        self.hf32_mode = False        # SetHF32Mode: fp32 Mmad operands rounded to HF32
+        self.hf32_trans_mode = False  # SetHF32TransMode: HF32 rounding ties away from zero
         self.stream: list = []
 
     def issue(self, inst):
+        inst.validate(self.chip)
         if inst.pipe not in self.pipes:
             raise NpusimError(f"{inst.name}: core {self.label} has no PIPE-{inst.pipe} "
                               f"(its pipes: {', '.join(self.pipes)})")
-        inst.validate(self.chip)
         self.stream.append(inst)
         if self.eager:
             return inst.execute()

@@ -1,0 +1,342 @@
+"""The cube unit: ``Mmad`` (C = A·B or C += A·B from L0A/L0B into L0C), and the fractal layouts.
+
+Data formats (Ascend C ``Mmad`` API, atlasascendc_api_07_0249, and the asc-devkit doc
+``矩阵计算（ISASI）/Mmad计算/Mmad.md``): every operand is cut into fractals of 512 bytes (C: 256
+elements) and the fractals are laid out one after the other.
+
+- A (m x k) in L0A is **ZZ** ("小Z大Z"): fractals of 16 x k0, k0 = 32 B / sizeof(A) (fp16/bf16 16,
+  fp32 8, int8 32), row-major inside, fractals row-major: ``[m1, k1, 16, k0]``.
+- B (k x n) in L0B is **ZN** ("小N大Z"): fractals of k0 x 16, column-major inside, fractals
+  row-major: ``[k1, n1, 16 (n), k0 (k)]``.
+- C (m x n) in L0C is **NZ** ("小Z大N"): fractals of 16 x 16, row-major inside, fractals
+  column-major: ``[n1, m1, 16, 16]``.
+- L1 holds NZ data: for A ``[k1, m1, 16, k0]`` (what ``DataCopyNd2Nz`` writes).
+
+The doc's 4 x 4 example (2 x 2 fractals) fixes the orders: A 0,1,4,5,2,3,6,7,...; B 0,4,1,5,
+2,6,3,7,...; C 0,1,4,5,8,9,12,13,2,3,... ``fractal_view`` below implements exactly these.
+
+Numerics, the documented accumulation order (Huawei's own Mmad reference model,
+asc-devkit ``examples/.../load_data_l12l0/scripts/mmad.py``, accumulates one k0-block dot product
+at a time into C; we fix the rounding of each step):
+
+1. The k axis is cut into steps of k0 elements, in increasing k (the last step may be short:
+   padded k columns are ignored, as are padded rows of A and columns of B).
+2. Within a step, the products a[i,j]·b[j,l] are formed exactly in float64 (true for fp16, bf16,
+   HF32 and fp32 operands) and added in float64 in increasing j, starting from the first product.
+   For fp16/bf16/HF32 data of ordinary range this sum is exact; for fp32 operands a float64 add
+   may round, far below fp32's resolution.
+3. The step sum is rounded once to fp32 (round to nearest even) and added to the fp32
+   accumulator with an fp32 add (round to nearest even). With ``init`` (cmatrixInitVal) the
+   accumulator starts from +0.0, otherwise from the fp32 value already in L0C.
+
+int8 x int8 sums exactly in int32 (wrapping on overflow). HF32 (``SetHF32Mode``, A2 only, docs
+``Mmad计算关键特性说明/HF32.md``): the fp32 values of A and B are first rounded to
+``chip.hf32_mantissa_bits`` mantissa bits (the Ascend 950 doc says 10 bits for that chip, so A2's
+width differs; 11 is the chip file's assumption). ``hf32_trans_mode`` False rounds to nearest
+even (HF32TransMode::NEAREST_EVEN); True rounds ties away from zero, as ``Matmul::SetHF32``'s
+transMode 1 states ("round to the nearest tie away from zero"); SetHF32TransMode's own doc words
+NEAREST_ZERO as "rounded toward zero", a conflict we note and do not resolve.
+
+GEMV (``Mmad计算关键特性说明/GEMV.md``): when m == 1 the A2 cube reads A as a plain vector of
+k contiguous elements instead of a ZZ tile. We apply this on every chip (assumed for Atlas
+training). Kernels that keep a padded ZZ tile pass m = 2, as catlass does
+(``commonMadParams.m = real_n == 1 ? 2 : real_n``).
+
+``k_direction_align`` (MmadParams.kDirectionAlign, fp32 only): L0A/L0B hold k padded to a
+multiple of 16 instead of 8, i.e. 2·ceil(k/16) k-fractals.
+
+Cost (PTO cube model, hardware.md 2.2): head ``head_cycles`` (only when the M pipe was idle),
+body ceil(m/16)·ceil(k/k0)·ceil(n/16) fractals x cycles per fractal (b16, b32 or hf32; int8 uses
+the b16 figure, one 16x16x32 fractal per cycle). Whole fractals are charged for padded shapes.
+
+Not modelled: bias from the bias table (cmatrixSource / the bias prototype), unitFlag overlap
+with FixPipe, fp16 output in L0C (Atlas training's f16 x f16 -> f16), int4 and sparse Mmad.
+Padded rows and columns of C are left untouched (hardware computes them from padding).
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from npusim.dtypes import name_of
+from npusim.errors import NpusimError
+from npusim.isa.base import Instr, Pipe, region
+
+FRACTAL_ROWS = 16        # rows of an A fractal, columns of a B fractal, both sides of C (MMAD)
+C0_BYTES = 32            # bytes of one fractal row: k0 = C0_BYTES / sizeof(T) (MMAD)
+FRACTAL_BYTES = FRACTAL_ROWS * C0_BYTES
+MAX_MNK = 4095           # MmadParams m, n, k in [0, 4095] (MMAD)
+CHUNK_ELEMENTS = 1 << 22  # float64 elements of step partial sums held at once
+
+# (A dtype name, C dtype name) pairs Mmad accepts
+MMAD_DTYPES = {"float16": "float32", "bfloat16": "float32", "float32": "float32",
+               "int8": "int32"}
+
+# layout name -> (fractals row-major?, inside row-major?)
+LAYOUTS = {"ZZ": (True, True), "NZ": (False, True), "ZN": (True, False)}
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def c0_of(dtype) -> int:
+    """Elements in one 32-byte fractal row (k0 for A and B, C0 for NC1HWC0 and NZ)."""
+    return C0_BYTES // np.dtype(dtype).itemsize
+
+
+def fractal_view(flat: np.ndarray, r1: int, c1: int, fr: int, fc: int, layout: str):
+    """A (r1, fr, c1, fc) view of ``flat`` holding an (r1·fr) x (c1·fc) matrix in ``layout``.
+
+    Index it as [row // fr, row % fr, col // fc, col % fc]. No copy.
+    """
+    outer_rows, inner_rows = LAYOUTS[layout]
+    flat = flat[:r1 * c1 * fr * fc]
+    if inner_rows:
+        shape = (r1, c1, fr, fc) if outer_rows else (c1, r1, fr, fc)
+        order = (0, 2, 1, 3) if outer_rows else (1, 2, 0, 3)
+    else:
+        shape = (r1, c1, fc, fr) if outer_rows else (c1, r1, fc, fr)
+        order = (0, 3, 1, 2) if outer_rows else (1, 3, 0, 2)
+    return flat.reshape(shape).transpose(order)
+
+
+def read_fractal(flat, rows: int, cols: int, r1: int, c1: int, fr: int, fc: int, layout: str):
+    """The rows x cols matrix stored in ``layout`` (a copy)."""
+    view = fractal_view(flat, r1, c1, fr, fc, layout)
+    return view.reshape(r1 * fr, c1 * fc)[:rows, :cols]
+
+
+def write_fractal(flat, x: np.ndarray, r1: int, c1: int, fr: int, fc: int, layout: str) -> None:
+    """Store matrix ``x`` in ``layout``; padding rows and columns keep their bytes."""
+    view = fractal_view(flat, r1, c1, fr, fc, layout)
+    rows, cols = x.shape
+    if rows == r1 * fr and cols == c1 * fc:
+        view[...] = x.reshape(r1, fr, c1, fc)
+        return
+    full = np.array(view, order="C")
+    full.reshape(r1 * fr, c1 * fc)[:rows, :cols] = x
+    view[...] = full
+
+
+def round_hf32(x: np.ndarray, mantissa_bits: int, ties_away: bool) -> np.ndarray:
+    """fp32 values rounded to ``mantissa_bits`` mantissa bits (same exponent range).
+
+    Ties go to even, or away from zero when ``ties_away``. Inf and NaN pass unchanged; a value
+    that rounds past the largest finite number becomes inf.
+    """
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    drop = 23 - mantissa_bits
+    half = np.uint32(1 << (drop - 1))
+    keep = np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)
+    if ties_away:
+        add = half
+    else:
+        add = half - np.uint32(1) + ((bits >> np.uint32(drop)) & np.uint32(1))
+    rounded = (bits + add) & keep
+    finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    return np.where(finite, rounded, bits).view(np.float32)
+
+
+def step_partials(a: np.ndarray, b: np.ndarray, k0: int):
+    """Yield, in increasing k, each k-step's sums rounded to fp32 (an m x n array).
+
+    ``a`` (m x k) and ``b`` (k x n) are float64. Within a step the products are added in float64
+    in increasing k, starting from the first product (see the module docstring).
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    full = k // k0
+    per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
+    for s0 in range(0, full, per_chunk):
+        s1 = min(full, s0 + per_chunk)
+        a3 = a[:, s0 * k0:s1 * k0].reshape(m, s1 - s0, k0).transpose(1, 0, 2)
+        b3 = b[s0 * k0:s1 * k0].reshape(s1 - s0, k0, n)
+        acc = a3[:, :, 0, None] * b3[:, None, 0, :]
+        for j in range(1, k0):
+            acc += a3[:, :, j, None] * b3[:, None, j, :]
+        yield from acc.astype(np.float32)
+    if k % k0:
+        a_t, b_t = a[:, full * k0:], b[full * k0:]
+        acc = a_t[:, 0, None] * b_t[0]
+        for j in range(1, k % k0):
+            acc += a_t[:, j, None] * b_t[j]
+        yield acc.astype(np.float32)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Mmad(Instr):
+    """Mmad(c, a, b): C (L0C, NZ) = or += A (L0A, ZZ) · B (L0B, ZN); see the module docstring.
+
+    ``init`` is MmadParams.cmatrixInitVal (True: C starts from 0). ``hf32`` and
+    ``hf32_trans_mode`` are the SetHF32Mode / SetHF32TransMode state when the Mmad was issued;
+    ``hf32_mantissa_bits`` is the chip's HF32 width (validate checks it against the chip).
+    """
+
+    name: ClassVar[str] = "mmad"
+    pipe: ClassVar[str] = Pipe.M
+    c: object
+    a: object
+    b: object
+    m: int
+    n: int
+    k: int
+    init: bool = True
+    hf32: bool = False
+    hf32_trans_mode: bool = False
+    k_direction_align: bool = False
+    hf32_mantissa_bits: int = 0
+
+    def __post_init__(self):
+        self._check_operands()
+        if not (self.m and self.n):
+            return
+        self.a.check(self.a_bytes, "mmad read of A")
+        self.b.check(self.b_bytes, "mmad read of B")
+        self.c.check(self.c_bytes, "mmad write of C")
+
+    def _check_operands(self) -> None:
+        for what, t, kind in (("c", self.c, "L0C"), ("a", self.a, "L0A"), ("b", self.b, "L0B")):
+            if t.kind != kind:
+                raise NpusimError(f"mmad: operand {what} must be in {kind}, got {t.kind}")
+        for what, v in (("m", self.m), ("n", self.n), ("k", self.k)):
+            if not 0 <= v <= MAX_MNK:
+                raise NpusimError(f"mmad: {what} = {v} out of range; allowed 0..{MAX_MNK}")
+        a_name, b_name, c_name = (name_of(t.dtype) for t in (self.a, self.b, self.c))
+        if a_name not in MMAD_DTYPES or b_name != a_name or c_name != MMAD_DTYPES[a_name]:
+            pairs = ", ".join(f"{x} x {x} -> {y}" for x, y in MMAD_DTYPES.items())
+            raise NpusimError(f"mmad: {a_name} x {b_name} -> {c_name} not supported; "
+                              f"allowed: {pairs}")
+        if (self.hf32 or self.k_direction_align) and a_name != "float32":
+            raise NpusimError(f"mmad: HF32 mode and k_direction_align need float32 inputs, "
+                              f"got {a_name}")
+        if self.hf32 and not 0 < self.hf32_mantissa_bits < 23:
+            raise NpusimError(f"mmad: HF32 mode needs hf32_mantissa_bits in 1..22 (the chip's "
+                              f"hf32_mantissa_bits), got {self.hf32_mantissa_bits}")
+
+    @property
+    def k0(self) -> int:
+        return c0_of(self.a.dtype)
+
+    @property
+    def k1(self) -> int:
+        """k-fractals per row of A / per column of B as they sit in L0A / L0B."""
+        if self.k_direction_align:
+            return 2 * ceil_div(self.k, 2 * self.k0)
+        return ceil_div(self.k, self.k0)
+
+    @property
+    def gemv(self) -> bool:
+        return self.m == 1
+
+    @property
+    def a_bytes(self) -> int:
+        if self.gemv:
+            return self.k * self.a.dtype.itemsize
+        return ceil_div(self.m, FRACTAL_ROWS) * self.k1 * FRACTAL_BYTES
+
+    @property
+    def b_bytes(self) -> int:
+        return self.k1 * ceil_div(self.n, FRACTAL_ROWS) * FRACTAL_BYTES
+
+    @property
+    def c_bytes(self) -> int:
+        m1, n1 = ceil_div(self.m, FRACTAL_ROWS), ceil_div(self.n, FRACTAL_ROWS)
+        return m1 * n1 * FRACTAL_ROWS * FRACTAL_ROWS * self.c.dtype.itemsize
+
+    @property
+    def input_mode(self) -> str:
+        """The chip's name for the input type: 'hfloat32' in HF32 mode, else the dtype."""
+        return "hfloat32" if self.hf32 else name_of(self.a.dtype)
+
+    def validate(self, chip) -> None:
+        self._check_operands()
+        if (chip.fractal_m, chip.fractal_n, chip.fractal_k_bytes) != (FRACTAL_ROWS, FRACTAL_ROWS,
+                                                                       C0_BYTES):
+            raise NpusimError(f"mmad: chip {chip.name!r} has {chip.fractal_m} x {chip.fractal_n} "
+                              f"x {chip.fractal_k_bytes} B fractals; npusim's L0 layouts are "
+                              f"{FRACTAL_ROWS} x {FRACTAL_ROWS} x {C0_BYTES} B")
+        if self.input_mode not in chip.input_dtypes:
+            raise NpusimError(f"mmad: input type {self.input_mode!r} not supported by the cube "
+                              f"of {chip.name!r}; allowed: {', '.join(chip.input_dtypes)}")
+        if self.hf32 and self.hf32_mantissa_bits != chip.hf32_mantissa_bits:
+            raise NpusimError(f"mmad: hf32_mantissa_bits = {self.hf32_mantissa_bits}, chip "
+                              f"{chip.name!r} rounds HF32 to {chip.hf32_mantissa_bits} bits")
+        for what, t, key in (("a", self.a, "l0ab_align_bytes"), ("b", self.b, "l0ab_align_bytes"),
+                             ("c", self.c, "l0c_align_bytes")):
+            align = getattr(chip, key)
+            if t.addr % align:
+                raise NpusimError(f"mmad: operand {what} at {t.where()} is not {align}-byte "
+                                  f"aligned ({key} of {chip.name!r})")
+
+    def head(self, chip) -> float:
+        return chip.head_cycles
+
+    def body(self, chip) -> float:
+        k0 = chip.fractal_k_bytes // self.a.dtype.itemsize
+        fractals = (ceil_div(self.m, chip.fractal_m) * ceil_div(self.k, k0)
+                    * ceil_div(self.n, chip.fractal_n))
+        if self.hf32:
+            per = chip.hf32_cycles_per_fractal
+        elif self.a.dtype.itemsize == 4:
+            per = chip.b32_cycles_per_fractal
+        else:
+            per = chip.b16_cycles_per_fractal
+        return fractals * per
+
+    def operand_a(self) -> np.ndarray:
+        """A as an m x k array in its own dtype."""
+        if self.gemv:
+            return self.a.array(self.k).reshape(1, self.k)
+        m1 = ceil_div(self.m, FRACTAL_ROWS)
+        flat = self.a.array(self.a_bytes // self.a.dtype.itemsize)
+        return read_fractal(flat, self.m, self.k, m1, self.k1, FRACTAL_ROWS, self.k0, "ZZ")
+
+    def operand_b(self) -> np.ndarray:
+        """B as a k x n array in its own dtype."""
+        n1 = ceil_div(self.n, FRACTAL_ROWS)
+        flat = self.b.array(self.b_bytes // self.b.dtype.itemsize)
+        return read_fractal(flat, self.k, self.n, self.k1, n1, self.k0, FRACTAL_ROWS, "ZN")
+
+    def _c_flat(self) -> tuple[np.ndarray, int, int]:
+        m1, n1 = ceil_div(self.m, FRACTAL_ROWS), ceil_div(self.n, FRACTAL_ROWS)
+        return self.c.array(self.c_bytes // self.c.dtype.itemsize), m1, n1
+
+    def execute(self) -> None:
+        if not (self.m and self.n):
+            return
+        flat, m1, n1 = self._c_flat()
+        a, b = self.operand_a(), self.operand_b()
+        if self.init:
+            old = np.zeros((self.m, self.n), self.c.dtype)
+        else:
+            old = read_fractal(flat, self.m, self.n, m1, n1, FRACTAL_ROWS, FRACTAL_ROWS, "NZ")
+        if a.dtype == np.int8:
+            total = old.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64)
+            result = total.astype(np.int32)
+        else:
+            result = self._accumulate(a, b, old)
+        write_fractal(flat, result, m1, n1, FRACTAL_ROWS, FRACTAL_ROWS, "NZ")
+
+    def _accumulate(self, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        if self.hf32:
+            a = round_hf32(a, self.hf32_mantissa_bits, self.hf32_trans_mode)
+            b = round_hf32(b, self.hf32_mantissa_bits, self.hf32_trans_mode)
+        acc = np.array(acc, np.float32)
+        for partial in step_partials(a.astype(np.float64), b.astype(np.float64), self.k0):
+            acc += partial
+        return acc
+
+    def reads(self) -> tuple:
+        if not (self.m and self.n):
+            return ()
+        out = (region(self.a, self.a_bytes), region(self.b, self.b_bytes))
+        return out if self.init else out + (region(self.c, self.c_bytes),)
+
+    def writes(self) -> tuple:
+        return (region(self.c, self.c_bytes),) if self.m and self.n else ()
+
+    def operands(self) -> dict:
+        return {"c": repr(self.c), "a": repr(self.a), "b": repr(self.b), "m": self.m,
+                "n": self.n, "k": self.k, "init": self.init, "input": self.input_mode}

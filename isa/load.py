@@ -1,0 +1,359 @@
+"""L1 -> L0A / L0B loads on the MTE1 pipe: LoadData 2D (fractal copies) and 3D v2 (img2col).
+
+LoadData2D (Ascend C ``LoadData(dst, src, LoadData2DParams)``, asc-devkit doc
+``矩阵计算的搬入/LoadData_2D.md`` and its reference model ``load_data_l12l0/scripts/load2d.py``):
+``repeat_times`` fractals of 512 bytes; repeat r reads fractal ``start_index + r·src_stride`` of
+the source (units of 512 B; src_stride 0 re-reads one fractal) and writes it at
+``r·(1 + dst_gap)`` fractals from the destination. ``if_transpose`` transposes each 16 x 16 b16
+fractal (only b16, only L1 -> L0A/L0B). Turning L1's NZ A into L0A's ZZ is one load per 16-row
+block with ``src_stride = m1``; B (k x n) in L1 NZ becomes L0B's ZN with ``if_transpose``; a
+transposed B (n x k) in L1 NZ is already ZN fractal by fractal. See ``isa/cube.py`` for layouts.
+
+LoadData3D v2 (``LoadData(dst, src, LoadData3DParamsV2)``, doc ``LoadData_3D.md`` and reference
+model ``load_data_l12l0/scripts/load3d.py``): the L1 source is a feature map in NC1HWC0
+(``[C1, l1_h, l1_w, C0]``, C0 = 32 B / sizeof); img2col turns it into a matrix X whose rows are
+output positions (ho, wo) in row-major order, Ho = (l1_h + pad_top + pad_bottom - dil_h·(fh-1)
+- 1) // stride_h + 1, and whose columns are ordered (c1, kh, kw, c0), as the reference model's
+``[C1, Hk·Wk, HoWo, C0]`` intermediate fixes. Padding reads ``pad_value``. The instruction takes
+rows ``m_start_pt .. +m_extension`` and columns ``k_start_pt .. +k_extension`` of X and writes:
+
+- to L0A: X in ZZ (fractals 16 x C0); with ``en_transpose`` X^T in ZZ (b16 and b32), the form
+  the dw kernel uses for dy;
+- to L0B: X as the B matrix (k = positions, n = channels) in ZN, fractals C0 x 16 (b16, b32).
+
+Rows past Ho·Wo follow the same formula (ho >= Ho; an assumption, the docs do not say), reading
+the map where the window still covers it and padding elsewhere. Only the rows and columns asked
+for are written; the padding of the last fractals keeps its bytes.
+
+Costs (PERF-LOAD, hardware.md 2.2): head ``load2d_startup_cycles`` / ``load3d_startup_cycles``,
+body bytes written / ``l1_to_l0a_bytes_per_cycle`` or ``l1_to_l0b_bytes_per_cycle`` (2D) or
+``load3d_bytes_per_cycle`` (3D; whole 512-byte fractals).
+
+Not modelled: GM -> L0A/L0B and GM -> L1 LoadData, LoadDataWithTranspose, load3d v1 (the Atlas
+training instruction: the same img2col with another parameter encoding, so npusim accepts v2 on
+both chips), small-channel layouts (channel_size not a multiple of C0), ``dst_gap`` being ignored
+on Atlas training, SetFmatrix / SetLoadDataRepeat / SetLoadDataPaddingValue registers (the
+parameters are given per instruction, as with the default IsResetLoad3dConfig).
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from npusim.dtypes import name_of
+from npusim.errors import NpusimError
+from npusim.isa.base import Instr, Pipe, region
+from npusim.isa.cube import FRACTAL_BYTES, FRACTAL_ROWS, c0_of, ceil_div, write_fractal
+from npusim.isa.move import blocks_view
+
+UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+LOAD_DST = {"L0A": "l1_to_l0a_bytes_per_cycle", "L0B": "l1_to_l0b_bytes_per_cycle"}
+
+
+def check_range(what: str, name: str, value: int, lo: int, hi: int) -> None:
+    if not lo <= value <= hi:
+        raise NpusimError(f"{what}: {name} = {value} out of range; allowed {lo}..{hi}")
+
+
+def check_load_dtype(chip, dtype, what: str) -> None:
+    """Refuse data types the chip's cube cannot take (bf16 and b32 are A2 only, LoadData docs)."""
+    name = name_of(dtype)
+    needs = None
+    if name == "bfloat16":
+        needs = "bfloat16"
+    elif np.dtype(dtype).itemsize == 4:
+        needs = "float32"
+    if needs and needs not in chip.input_dtypes:
+        raise NpusimError(f"{what}: {name} data cannot be loaded on {chip.name!r}; its cube "
+                          f"takes {', '.join(chip.input_dtypes)}")
+
+
+def check_align(chip, tensor, key: str, what: str) -> None:
+    align = getattr(chip, key)
+    if tensor.addr % align:
+        raise NpusimError(f"{what}: {tensor.where()} is not {align}-byte aligned "
+                          f"({key} of {chip.name!r})")
+
+
+def check_l1_to_l0(what: str, dst, src) -> None:
+    if src.kind != "L1" or dst.kind not in LOAD_DST:
+        raise NpusimError(f"{what}: path {src.kind}->{dst.kind} not modelled; "
+                          f"allowed L1->L0A, L1->L0B")
+    if src.dtype != dst.dtype:
+        raise NpusimError(f"{what}: source {src.dtype} and destination {dst.dtype} differ")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadData2D(Instr):
+    """LoadData with LoadData2DParams: whole 512-byte fractals from L1 to L0A or L0B."""
+
+    name: ClassVar[str] = "load_data"
+    pipe: ClassVar[str] = Pipe.MTE1
+    dst: object
+    src: object
+    start_index: int = 0
+    repeat_times: int
+    src_stride: int = 0
+    dst_gap: int = 0
+    if_transpose: bool = False
+
+    def __post_init__(self):
+        check_l1_to_l0(self.name, self.dst, self.src)
+        check_range(self.name, "start_index", self.start_index, 0, 65535)
+        check_range(self.name, "repeat_times", self.repeat_times, 0, 255)
+        check_range(self.name, "src_stride", self.src_stride, 0, 65535)
+        check_range(self.name, "dst_gap", self.dst_gap, 0, 65535)
+        if self.if_transpose and self.src.dtype.itemsize != 2:
+            raise NpusimError(f"load_data: if_transpose needs a b16 type, got {self.src.dtype}")
+        if self.repeat_times:
+            self.src.check(self.src_span, "load_data read")
+            self.dst.check(self.dst_span, "load_data write")
+
+    @property
+    def src_span(self) -> int:
+        last = self.start_index + (self.repeat_times - 1) * self.src_stride
+        return (last + 1) * FRACTAL_BYTES
+
+    @property
+    def dst_span(self) -> int:
+        return ((self.repeat_times - 1) * (1 + self.dst_gap) + 1) * FRACTAL_BYTES
+
+    def validate(self, chip) -> None:
+        check_load_dtype(chip, self.src.dtype, self.name)
+        check_align(chip, self.dst, "l0ab_align_bytes", self.name)
+        check_align(chip, self.src, "l1_align_bytes", self.name)
+
+    def head(self, chip) -> float:
+        return chip.load2d_startup_cycles
+
+    def body(self, chip) -> float:
+        return self.moved_bytes() / getattr(chip, LOAD_DST[self.dst.kind])
+
+    def execute(self) -> None:
+        if not self.repeat_times:
+            return
+        src = blocks_view(self.src.store, self.src.addr + self.start_index * FRACTAL_BYTES,
+                          self.repeat_times, FRACTAL_BYTES, self.src_stride * FRACTAL_BYTES)
+        dst = blocks_view(self.dst.store, self.dst.addr, self.repeat_times, FRACTAL_BYTES,
+                          (1 + self.dst_gap) * FRACTAL_BYTES)
+        if self.if_transpose:
+            fr = FRACTAL_ROWS
+            src = src.view(np.uint16).reshape(self.repeat_times, fr, fr).transpose(0, 2, 1)
+            dst = dst.view(np.uint16).reshape(self.repeat_times, fr, fr)
+        dst[...] = src
+
+    def reads(self) -> tuple:
+        if not self.repeat_times:
+            return ()
+        return ((self.src.store, self.src.addr + self.start_index * FRACTAL_BYTES,
+                 self.src.addr + self.src_span),)
+
+    def writes(self) -> tuple:
+        return (region(self.dst, self.dst_span),) if self.repeat_times else ()
+
+    def moved_bytes(self) -> int:
+        return self.repeat_times * FRACTAL_BYTES
+
+    def path(self) -> str:
+        return f"L1->{self.dst.kind}" + (" (transpose)" if self.if_transpose else "")
+
+    def operands(self) -> dict:
+        return {"dst": repr(self.dst), "src": repr(self.src), "start_index": self.start_index,
+                "repeat_times": self.repeat_times, "src_stride": self.src_stride,
+                "dst_gap": self.dst_gap, "if_transpose": self.if_transpose}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadData3D(Instr):
+    """LoadData with LoadData3DParamsV2: img2col of an NC1HWC0 feature map into L0A or L0B.
+
+    ``pad_list`` is [left, right, top, bottom]. ``filter_size_w`` / ``filter_size_h`` add 256 to
+    the filter extent, as in Ascend C.
+    """
+
+    name: ClassVar[str] = "load_data_3d"
+    pipe: ClassVar[str] = Pipe.MTE1
+    dst: object
+    src: object
+    l1_h: int
+    l1_w: int
+    channel_size: int
+    k_extension: int
+    m_extension: int
+    k_start_pt: int = 0
+    m_start_pt: int = 0
+    pad_list: tuple = (0, 0, 0, 0)
+    stride_w: int = 1
+    stride_h: int = 1
+    filter_w: int = 1
+    filter_h: int = 1
+    dilation_filter_w: int = 1
+    dilation_filter_h: int = 1
+    en_transpose: bool = False
+    pad_value: float = 0
+    filter_size_w: bool = False
+    filter_size_h: bool = False
+
+    def __post_init__(self):
+        check_l1_to_l0(self.name, self.dst, self.src)
+        self._check_params()
+        if self.nop:
+            return
+        self._check_geometry()
+        self.src.check(self.src_elements * self.src.dtype.itemsize, "load_data_3d read")
+        self.dst.check(self.dst_bytes, "load_data_3d write")
+
+    def _check_params(self) -> None:
+        what = self.name
+        for name, hi in (("l1_h", 32767), ("l1_w", 32767), ("channel_size", 65535),
+                         ("k_extension", 65535), ("m_extension", 65535), ("k_start_pt", 65535),
+                         ("m_start_pt", 32767)):
+            check_range(what, name, getattr(self, name), 0, hi)
+        for name in ("stride_w", "stride_h"):
+            check_range(what, name, getattr(self, name), 1, 63)
+        for name in ("filter_w", "filter_h"):
+            check_range(what, name, getattr(self, name), 0, 255)
+        for name in ("dilation_filter_w", "dilation_filter_h"):
+            check_range(what, name, getattr(self, name), 1, 255)
+        if len(self.pad_list) != 4:
+            raise NpusimError(f"{what}: pad_list needs 4 entries [left, right, top, bottom], "
+                              f"got {self.pad_list}")
+        for pad in self.pad_list:
+            check_range(what, "pad_list entry", pad, 0, 255)
+
+    def _check_geometry(self) -> None:
+        c0, item, what = self.c0, self.src.dtype.itemsize, self.name
+        if self.channel_size % c0:
+            raise NpusimError(f"{what}: channel_size = {self.channel_size} is not a multiple of "
+                              f"C0 = {c0}; small-channel layouts are not modelled")
+        if self.k_start_pt % c0:
+            raise NpusimError(f"{what}: k_start_pt = {self.k_start_pt} must be a multiple of "
+                              f"C0 = {c0}")
+        end = self.k_start_pt + self.k_extension
+        if end > self.k_total or (self.k_extension % c0 and end != self.k_total):
+            raise NpusimError(f"{what}: k range {self.k_start_pt}..{end} must lie in "
+                              f"0..{self.k_total} (C1·kh·kw·C0) and be whole C0 = {c0} columns "
+                              f"unless it reaches the end")
+        if self.ho < 1 or self.wo < 1:
+            raise NpusimError(f"{what}: the filter does not fit the padded feature map "
+                              f"(output {self.ho} x {self.wo})")
+        if self.dst.kind == "L0B" and item == 1:
+            raise NpusimError(f"{what}: L1->L0B img2col does not take b8 data")
+        if self.en_transpose and self.dst.kind == "L0A" and item == 1:
+            raise NpusimError(f"{what}: en_transpose to L0A does not take b8 data")
+
+    @property
+    def fh(self) -> int:
+        return self.filter_h + (256 if self.filter_size_h else 0)
+
+    @property
+    def fw(self) -> int:
+        return self.filter_w + (256 if self.filter_size_w else 0)
+
+    @property
+    def nop(self) -> bool:
+        return not (self.l1_h and self.l1_w and self.channel_size and self.k_extension
+                    and self.m_extension and self.fh and self.fw)
+
+    @property
+    def c0(self) -> int:
+        return c0_of(self.src.dtype)
+
+    @property
+    def c1(self) -> int:
+        return self.channel_size // self.c0
+
+    @property
+    def k_total(self) -> int:
+        return self.c1 * self.fh * self.fw * self.c0
+
+    @property
+    def ho(self) -> int:
+        left, right, top, bottom = self.pad_list
+        span = self.dilation_filter_h * (self.fh - 1) + 1
+        return (self.l1_h + top + bottom - span) // self.stride_h + 1
+
+    @property
+    def wo(self) -> int:
+        left, right, top, bottom = self.pad_list
+        span = self.dilation_filter_w * (self.fw - 1) + 1
+        return (self.l1_w + left + right - span) // self.stride_w + 1
+
+    @property
+    def src_elements(self) -> int:
+        return self.c1 * self.l1_h * self.l1_w * self.c0
+
+    def dst_shape(self) -> tuple[int, int, int, int, str]:
+        """(r1, c1, fractal rows, fractal cols, layout) of what is written."""
+        c0, m, k = self.c0, self.m_extension, self.k_extension
+        if self.dst.kind == "L0B":
+            return ceil_div(m, c0), ceil_div(k, FRACTAL_ROWS), c0, FRACTAL_ROWS, "ZN"
+        if self.en_transpose:
+            return ceil_div(k, FRACTAL_ROWS), ceil_div(m, c0), FRACTAL_ROWS, c0, "ZZ"
+        return ceil_div(m, FRACTAL_ROWS), ceil_div(k, c0), FRACTAL_ROWS, c0, "ZZ"
+
+    @property
+    def dst_bytes(self) -> int:
+        if self.nop:
+            return 0
+        r1, c1, _, _, _ = self.dst_shape()
+        return r1 * c1 * FRACTAL_BYTES
+
+    def validate(self, chip) -> None:
+        check_load_dtype(chip, self.src.dtype, self.name)
+        check_align(chip, self.dst, "l0ab_align_bytes", self.name)
+        check_align(chip, self.src, "l1_align_bytes", self.name)
+
+    def head(self, chip) -> float:
+        return chip.load3d_startup_cycles
+
+    def body(self, chip) -> float:
+        return self.dst_bytes / chip.load3d_bytes_per_cycle
+
+    def img2col(self) -> np.ndarray:
+        """The m_extension x k_extension tile of the img2col matrix (raw element bits)."""
+        c0, fh, fw = self.c0, self.fh, self.fw
+        left, _, top, _ = self.pad_list
+        pos = self.m_start_pt + np.arange(self.m_extension)
+        col = self.k_start_pt + np.arange(self.k_extension)
+        ci, cc0 = col // (fh * fw * c0), col % c0
+        kh, kw = (col // (fw * c0)) % fh, (col // c0) % fw
+        h = (pos // self.wo * self.stride_h - top)[:, None] + (kh * self.dilation_filter_h)
+        w = (pos % self.wo * self.stride_w - left)[:, None] + (kw * self.dilation_filter_w)
+        inside = (h >= 0) & (h < self.l1_h) & (w >= 0) & (w < self.l1_w)
+        fmap = self.src.array(self.src_elements).view(UINT_OF_SIZE[self.src.dtype.itemsize])
+        fmap = fmap.reshape(self.c1, self.l1_h, self.l1_w, c0)
+        x = fmap[ci, np.clip(h, 0, self.l1_h - 1), np.clip(w, 0, self.l1_w - 1), cc0]
+        pad = np.array(self.pad_value, self.src.dtype).reshape(1).view(fmap.dtype)[0]
+        return np.where(inside, x, pad)
+
+    def execute(self) -> None:
+        if self.nop:
+            return
+        x = self.img2col()
+        r1, c1, fr, fc, layout = self.dst_shape()
+        if self.en_transpose and self.dst.kind == "L0A":
+            x = x.T
+        flat = self.dst.array(self.dst_bytes // self.dst.dtype.itemsize).view(x.dtype)
+        write_fractal(flat, x, r1, c1, fr, fc, layout)
+
+    def reads(self) -> tuple:
+        return () if self.nop else (region(self.src, self.src_elements * self.src.dtype.itemsize),)
+
+    def writes(self) -> tuple:
+        return () if self.nop else (region(self.dst, self.dst_bytes),)
+
+    def moved_bytes(self) -> int:
+        return self.dst_bytes
+
+    def path(self) -> str:
+        return f"L1->{self.dst.kind} (img2col)"
+
+    def operands(self) -> dict:
+        return {"dst": repr(self.dst), "src": repr(self.src), "l1_h": self.l1_h,
+                "l1_w": self.l1_w, "channel_size": self.channel_size,
+                "m": [self.m_start_pt, self.m_extension], "k": [self.k_start_pt, self.k_extension],
+                "filter": [self.fh, self.fw], "stride": [self.stride_h, self.stride_w],
+                "dilation": [self.dilation_filter_h, self.dilation_filter_w],
+                "pad": list(self.pad_list), "en_transpose": self.en_transpose}
