@@ -12,7 +12,7 @@ with 32-byte padding on the local side), atomic-add writes to GM, UB->UB, L1->UB
 Not modelled: the 70 % bandwidth of 32-byte aligned GM addresses, same-address serialisation.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -59,6 +59,13 @@ def route(src_kind: str, dst_kind: str) -> tuple[str, str]:
     except KeyError:
         raise NpusimError(f"no data path {src_kind}->{dst_kind}; paths: "
                           f"{', '.join(f'{a}->{b}' for a, b in RATE_KEYS)}") from None
+
+
+def _set_route(inst) -> None:
+    """Fill a frozen move's ``pipe`` and ``rate_key`` from its path."""
+    pipe, rate_key = route(inst.src.kind, inst.dst.kind)
+    object.__setattr__(inst, "pipe", pipe)
+    object.__setattr__(inst, "rate_key", rate_key)
 
 
 def check_path(chip, rate_key: str, what: str) -> None:
@@ -120,8 +127,11 @@ class DataCopy(GmMove):
     dst_stride: int
     pad_value: float | None = None
     atomic: bool = False
+    pipe: str = field(init=False, default="")       # from the path, set once
+    rate_key: str = field(init=False, default="")
 
     def __post_init__(self):
+        _set_route(self)
         if self.block_count < 0 or self.block_len < 0:
             raise NpusimError(f"data_copy: negative size (block_count={self.block_count}, "
                               f"block_len={self.block_len})")
@@ -132,14 +142,6 @@ class DataCopy(GmMove):
         dst_len = self.dst_stride if self.pad_value is not None else self.block_len
         self.dst.check(block_span(0, self.block_count, dst_len, self.dst_stride),
                        "data_copy write")
-
-    @property
-    def pipe(self) -> str:
-        return route(self.src.kind, self.dst.kind)[0]
-
-    @property
-    def rate_key(self) -> str:
-        return route(self.src.kind, self.dst.kind)[1]
 
     @property
     def gm_write(self) -> bool:
@@ -202,21 +204,15 @@ class LocalCopy(Instr):
     block_len: int
     src_stride: int
     dst_stride: int
+    pipe: str = field(init=False, default="")       # from the path, set once
+    rate_key: str = field(init=False, default="")
 
     def __post_init__(self):
-        route(self.src.kind, self.dst.kind)
+        _set_route(self)
         self.src.check(block_span(0, self.block_count, self.block_len, self.src_stride),
                        "local_copy read")
         self.dst.check(block_span(0, self.block_count, self.block_len, self.dst_stride),
                        "local_copy write")
-
-    @property
-    def pipe(self) -> str:
-        return route(self.src.kind, self.dst.kind)[0]
-
-    @property
-    def rate_key(self) -> str:
-        return route(self.src.kind, self.dst.kind)[1]
 
     def validate(self, chip) -> None:
         check_path(chip, self.rate_key, self.name)

@@ -69,6 +69,10 @@ class Chip:
     sources: dict = field(repr=False)
     values: dict = field(repr=False)
 
+    def __post_init__(self):
+        for key, value in self.values.items():   # plain attributes: no lookup per access
+            object.__setattr__(self, key, value)
+
     def __getattr__(self, key):
         try:
             return self.__dict__["values"][key]
