@@ -39,9 +39,11 @@ def pipe_process(engine, pipe):
         kind = inst.kind
         san = engine.sanitizer
         if kind == "exec":
-            yield from _run_exec(engine, pipe, inst, t_issue)
-            if san is not None:
-                san.on_exec(core.index, pipe.name, inst, clock)
+            start = env.now
+            end = _exec_end(engine, pipe, inst)
+            if end > start:
+                yield env.timeout(end - start)
+            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
         elif kind == "set":  # occupies the pipe flag_cycles; visible to the waiter after them
             pipe.not_before = env.now + chip.flag_cycles + (engine.jitter() if engine.jitter else 0)
             if san is not None:
@@ -74,9 +76,9 @@ def pipe_process(engine, pipe):
             _notify_idle(pipe)
 
 
-def _run_exec(engine, pipe, inst, t_issue):
-    env, chip = engine.env, engine.chip
-    start = env.now
+def _exec_end(engine, pipe, inst) -> float:
+    """When an instruction starting now ends: head if the pipe was idle, body, jitter, GM."""
+    chip, start = engine.chip, engine.env.now
     dur = inst.body(chip)
     if start > pipe.last_end + 1e-9:
         dur += inst.head(chip)
@@ -87,12 +89,17 @@ def _run_exec(engine, pipe, inst, t_issue):
         lo, hi = inst.gm_span()
         end = max(end, engine.bw.transfer(start, lo, hi, inst.charged_bytes(chip),
                                           inst.gm_write))
-    if end > start:
-        yield env.timeout(end - start)
+    return end
+
+
+def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
+    """Apply the semantics at the end of the instruction, and account for it."""
     if engine.numerics:
         inst.execute()
     pipe.last_end = end
     pipe.busy_cycles += end - start
+    if engine.sanitizer is not None:
+        engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
     if engine.tracer is not None:
         engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
 

@@ -500,6 +500,8 @@ def reference_f32(f: Fraction, mode: str) -> float:
 
 def reference_convert(v, src, dst, mode: str):
     """One value converted by the definitions (Fractions and neighbour choice)."""
+    if src == dst and mode == "none":
+        return v.item() if dst.kind in "iu" else float(v)  # a copy
     mode = "rint" if mode == "none" else mode  # exact pairs never round, lossy ones use rint
     x = float(v) if src.kind == "f" or src == bfloat16 else None
     if dst.kind in "iu":
