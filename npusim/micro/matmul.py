@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, data_copy, current
-from npusim.dsl import cube
+from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, cube, current, data_copy
 from npusim.errors import TilingError
 from npusim.launch import launch
 from npusim.memory import GlobalMemory
