@@ -36,7 +36,7 @@ def _extra_cases(quick: bool):
         from npusim.micro.matmul import run_matmul
     except ImportError:
         return
-    k = 256 if quick else 2048   # L0C holds the whole 128 x 128 fp32 result
+    k = 256 if quick else 1024   # A and B fill L1, L0C holds the 128 x 128 fp32 result
     yield f"cube matmul 128x128x{k} fp16, 1 AIC, timed", run_matmul, dict(
         m=128, n=128, k=k, base_k=128)
 
