@@ -9,7 +9,7 @@ STOP = object()
 
 def pipe_process(engine, pipe):
     """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
-    env, core, chip = engine.env, pipe.core, engine.chip
+    env, core = engine.env, pipe.core
     queue = pipe.queue
     while True:
         if not queue:
@@ -36,44 +36,56 @@ def pipe_process(engine, pipe):
             _notify_idle(pipe)
             return
         pipe.busy_now = True
-        kind = inst.kind
-        san = engine.sanitizer
-        if kind == "exec":
+        if inst.kind == "exec":
             start = env.now
             end = _exec_end(engine, pipe, inst)
             if end > start:
                 yield env.timeout(end - start)
             _exec_done(engine, pipe, inst, t_issue, start, end, clock)
-        elif kind == "set":  # occupies the pipe flag_cycles; visible to the waiter after them
-            pipe.not_before = env.now + chip.flag_cycles + (engine.jitter() if engine.jitter else 0)
-            if san is not None:
-                san.on_set(core.index, pipe.name, inst.key, clock)
-            core.set_flag(inst.key, pipe.not_before)
-            _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
-        elif kind == "wait":
-            start = env.now
-            yield from core.wait_flag(inst.key, pipe)
-            if san is not None:
-                san.on_wait(core.index, pipe.name, inst.key, clock)
-            pipe.not_before = env.now + chip.flag_cycles
-            _trace_sync(engine, pipe, inst, t_issue, start, pipe.not_before)
-        elif kind == "xset":
-            yield env.timeout(inst.body(chip))
-            if san is not None:
-                san.on_cross_set(core.index, pipe.name, [p.index for p in core.peers],
-                                 inst.flag_id, clock)
-            core.cross_set(inst.flag_id)
-        elif kind == "xwait":
-            yield from core.cross_wait(inst.flag_id, pipe)
-            if san is not None:
-                san.on_cross_wait(core.index, pipe.name, inst.flag_id, clock)
-            yield env.timeout(chip.flag_cycles)
-        else:  # barrier on this pipe: in-order, so only its drain cost
-            yield env.timeout(inst.body(chip))
+        elif inst.kind == "set":
+            _run_set(engine, pipe, inst, t_issue, clock)
+        else:
+            yield from _run_sync(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
         pipe.busy_now = False
         if not queue:
             _notify_idle(pipe)
+
+
+def _run_set(engine, pipe, inst, t_issue, clock) -> None:
+    """set_flag occupies its pipe flag_cycles; the waiter sees it after them."""
+    core, env = pipe.core, engine.env
+    pipe.not_before = env.now + engine.chip.flag_cycles + (engine.jitter() if engine.jitter else 0)
+    if engine.sanitizer is not None:
+        engine.sanitizer.on_set(core.index, pipe.name, inst.key, clock)
+    core.set_flag(inst.key, pipe.not_before)
+    _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
+
+
+def _run_sync(engine, pipe, inst, t_issue, clock):
+    """wait_flag, cross-core flags and a barrier on this pipe (in order: only its drain)."""
+    core, env, chip, san = pipe.core, engine.env, engine.chip, engine.sanitizer
+    kind = inst.kind
+    if kind == "wait":
+        start = env.now
+        yield from core.wait_flag(inst.key, pipe)
+        if san is not None:
+            san.on_wait(core.index, pipe.name, inst.key, clock)
+        pipe.not_before = env.now + chip.flag_cycles
+        _trace_sync(engine, pipe, inst, t_issue, start, pipe.not_before)
+    elif kind == "xset":
+        yield env.timeout(inst.body(chip))
+        if san is not None:
+            san.on_cross_set(core.index, pipe.name, [p.index for p in core.peers],
+                             inst.flag_id, clock)
+        core.cross_set(inst.flag_id)
+    elif kind == "xwait":
+        yield from core.cross_wait(inst.flag_id, pipe)
+        if san is not None:
+            san.on_cross_wait(core.index, pipe.name, inst.flag_id, clock)
+        yield env.timeout(chip.flag_cycles)
+    else:
+        yield env.timeout(inst.body(chip))
 
 
 def _exec_end(engine, pipe, inst) -> float:
