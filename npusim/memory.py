@@ -13,7 +13,7 @@ non-coherent scalar data cache.
 
 import numpy as np
 
-from npusim.dtypes import dtype_of, name_of
+from npusim.dtypes import dtype_of
 from npusim.errors import MemoryAccessError
 
 GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
@@ -116,7 +116,7 @@ class _Window:
         return self.store.data[self.addr + offset:self.addr + offset + nbytes]
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.where()}, {name_of(self.dtype)}, {self.size})"
+        return f"{type(self).__name__}({self.where()}, {self.dtype.name}, {self.size})"
 
 
 class GlobalTensor(_Window):

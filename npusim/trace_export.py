@@ -31,11 +31,13 @@ def write_chrome_trace(result, path) -> str:
     try:
         with os.fdopen(fd, "w") as f:
             f.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
-            first = True
+            chunk, sep = [], ""
             for line in _events(tracer, labels, us, result):
-                f.write(line if first else ",\n" + line)
-                first = False
-            f.write("\n]}\n")
+                chunk.append(line)
+                if len(chunk) >= 20000:
+                    f.write(sep + ",\n".join(chunk))
+                    chunk, sep = [], ",\n"
+            f.write((sep if chunk else "") + ",\n".join(chunk) + "\n]}\n")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -58,14 +60,13 @@ def _events(tracer, labels, us, result):
     tid = {p: i for i, p in enumerate(PIPE_ORDER)}
     flows = _flow_pairs(tracer.records)
     for n, (core, pipe, inst, issue, start, end) in enumerate(tracer.records):
-        args = {"issue_cycle": round(issue, 2), "start_cycle": round(start, 2),
-                "end_cycle": round(end, 2), **inst.operands()}
         nbytes = inst.moved_bytes()
-        if nbytes:
-            args["bytes"] = nbytes
+        extra = _json_items(inst.operands())
+        args = (f'"issue_cycle": {issue:.2f}, "start_cycle": {start:.2f}, "end_cycle": {end:.2f}'
+                + (f', "bytes": {nbytes}' if nbytes else "") + (", " + extra if extra else ""))
         yield (f'{{"ph": "X", "name": "{inst.name}", "cat": "{inst.kind}", "pid": {core}, '
                f'"tid": {tid[pipe]}, "ts": {start * us:.6f}, "dur": {(end - start) * us:.6f}, '
-               f'"args": {json.dumps(args, default=str)}}}')
+               f'"args": {{{args}}}}}')
         if n in flows:
             ph, fid = flows[n]
             ts = (end if ph == "s" else end) * us
@@ -79,6 +80,22 @@ def _events(tracer, labels, us, result):
     end = result.cycles * us
     yield (f'{{"ph": "i", "name": "end of run", "s": "g", "pid": {gm_pid}, "tid": 0, '
            f'"ts": {end:.6f}}}')
+
+
+def _json_items(d: dict) -> str:
+    """The inside of a JSON object for a small dict of str/int/float/bool (fast path)."""
+    parts = []
+    for key, value in d.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            text = repr(value)
+        elif isinstance(value, str) and '"' not in value and "\\" not in value:
+            text = f'"{value}"'
+        else:
+            text = json.dumps(value, default=str)
+        parts.append(f'"{key}": {text}')
+    return ", ".join(parts)
 
 
 def _meta(kind, pid, tid, value) -> str:
