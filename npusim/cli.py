@@ -42,14 +42,18 @@ def _parser() -> argparse.ArgumentParser:
 def _chips(args) -> int:
     from npusim.chip import chips, load_chip
 
-    print(f"{'chip':<16}{'soc':<13}{'cores':<12}{'GHz':>5}{'UB KB':>7}{'L1 KB':>7}"
-          f"{'L0C KB':>7}{'HBM TB/s':>9}{'L2 MB':>7}{'fp16 TFLOPS':>12}")
+    header = (f"{'chip':<16}{'soc':<13}{'cores':<8}{'GHz':>5}{'UB KB':>7}{'L1 KB':>7}"
+              f"{'L0C KB':>7}{'HBM GB':>7}{'HBM TB/s':>9}{'L2 MB':>6}   peak TFLOPS (cube)")
+    print(header)
     for name in chips():
         c = load_chip(name)
         cores = f"{c.ai_core_count}+{c.aiv_count}" if c.separated else f"{c.ai_core_count}"
-        print(f"{name:<16}{c.soc:<13}{cores:<12}{c.clock_hz / 1e9:>5.2f}{c.ub_bytes >> 10:>7}"
-              f"{c.l1_bytes >> 10:>7}{c.l0c_bytes >> 10:>7}{c.hbm_bytes_per_s / 1e12:>9.2f}"
-              f"{c.l2_bytes >> 20:>7}{c.peak_flops('float16') / 1e12:>12.1f}")
+        peaks = "  ".join(f"{dt} {c.peak_flops(dt) / 1e12:.0f}" if dt in c.input_dtypes
+                          else f"{dt} -" for dt in ("float16", "bfloat16", "float32"))
+        print(f"{name:<16}{c.soc:<13}{cores:<8}{c.clock_hz / 1e9:>5.2f}{c.ub_bytes >> 10:>7}"
+              f"{c.l1_bytes >> 10:>7}{c.l0c_bytes >> 10:>7}{c.hbm_bytes >> 30:>7}"
+              f"{c.hbm_bytes_per_s / 1e12:>9.2f}{c.l2_bytes >> 20:>6}   {peaks}")
+    print("cores: AI cores (+ vector cores on separated chips); UB per vector core")
     return 0
 
 
