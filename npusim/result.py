@@ -2,7 +2,8 @@
 
 ``stats`` is a plain dict (it ``json.dumps``): per core and pipe busy cycles and utilisation,
 instruction counts by name, bytes moved per path, bytes allocated per buffer (the peak of
-``init_buffer``, per core and the maximum over cores) and GM traffic (HBM bytes, L2 hits).
+``init_buffer``, per core and the maximum over cores; and, for timed runs, the peak of bytes
+live at once from the alloc/free marks) and GM traffic (HBM bytes, L2 hits).
 """
 
 from collections import Counter
@@ -80,7 +81,19 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
              "peak_bytes_per_core": {s.label: dict(s.used_bytes) for s in specs}}
     if engine is not None:
         stats.update(_timed_stats(engine, cycles))
+    if tracer is not None:
+        stats["peak_live_bytes"] = _peak_live(tracer, specs)
     return stats
+
+
+def _peak_live(tracer, specs) -> dict:
+    """Per buffer, the most bytes live at once on any core (from the alloc/free marks)."""
+    from npusim.trace_export import memory_timeline
+
+    peak: dict[str, int] = {}
+    for (_core, buffer), points in memory_timeline(tracer).items():
+        peak[buffer] = max(peak.get(buffer, 0), max(b for _, b in points))
+    return peak
 
 
 def _timed_stats(engine, cycles: float) -> dict:

@@ -47,6 +47,7 @@ def test_stats_are_json_and_account_for_the_bytes(chip_name):
     assert s["bytes_by_path"] == {"GM->UB": x0.nbytes, "UB->GM": x0.nbytes}
     assert s["instruction_counts"]["data_copy"] == 2 * 2 * 4
     assert s["peak_bytes"]["UB"] == 2 * 1024 * 2
+    assert 1024 * 2 <= s["peak_live_bytes"]["UB"] <= s["peak_bytes"]["UB"]
     core = s["core_labels"][0]
     assert 0 < s["per_core"][core]["MTE2"]["utilisation"] <= 1
     assert "MTE2" in r.summary()
