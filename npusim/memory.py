@@ -51,8 +51,11 @@ class GlobalMemory:
         return addr
 
     def materialize(self) -> None:
-        """Create the byte array once every tensor is allocated."""
-        self.data = np.zeros(self.size, np.uint8)
+        """Create the byte array, or grow it (keeping its contents) for tensors added since."""
+        if len(self.data) < self.size:
+            grown = np.zeros(self.size, np.uint8)
+            grown[:len(self.data)] = self.data
+            self.data = grown
 
     def tensor(self, name: str, dtype, count: int, init: np.ndarray | None = None):
         """Allocate ``count`` elements of ``dtype`` and return a GlobalTensor on them."""
@@ -64,10 +67,12 @@ class GlobalMemory:
         return t
 
     def load_inputs(self) -> None:
-        """Materialize GM and copy the initial tensor contents in."""
+        """Materialize GM and copy in the initial contents not yet copied (once per tensor:
+        the kernels of one operator run one after another on the same GM)."""
         self.materialize()
         for t, arr in self._pending:
             t.array(len(arr))[:] = arr
+        self._pending.clear()
 
 
 class _Window:
