@@ -1,0 +1,18 @@
+"""The aclnn two-phase interface and the bits of the ACL runtime a ported host program uses.
+
+``aclnnXxxGetWorkspaceSize(inputs..., outputs...)`` checks the arguments and returns
+``(status, workspace_size, executor)``; ``aclnnXxx(workspace, workspace_size, executor, stream)``
+runs the operator's kernels on the simulated chip and writes into the output tensors. Bad
+arguments give a status (161001 null pointer, 161002 invalid parameter, as in the seeds), never an
+exception; ``aclGetRecentErrMsg()`` says why. Device memory is modelled by numpy arrays: an
+``aclTensor`` wraps one (a view keeps its strides, so non-contiguous tensors stay so).
+
+The chip is chosen with ``aclrtSetDevice(0, chip="atlas-training")`` (default ``atlas-a2``); the
+last run's ``Result`` (cycles, trace, stats) is on the executor and on the stream.
+"""
+
+from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a ported program uses
+from npusim.aclnn.runtime import __all__ as _runtime_names
+from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
+
+__all__ = [*_runtime_names, "aclnnSiluBackward", "aclnnSiluBackwardGetWorkspaceSize"]

@@ -1,0 +1,9 @@
+"""Numpy references of the operators, for checking results (tests, ``npusim run``).
+
+A golden rounds in the kernel's order, so a correct kernel matches it bit for bit. Goldens never
+produce an operator's outputs: those come only from the simulated instructions.
+"""
+
+from npusim.golden.silu import silu_backward
+
+__all__ = ["silu_backward"]
