@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from trace_check import check_trace
 
 from npusim import load_chip
 from npusim.micro.matmul import run_matmul
+from trace_check import check_trace
 
 
 def golden(a, b, k0=16):

@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
-from trace_check import check_trace
 
 from npusim import load_chip
 from npusim.dsl import wait_flag
 from npusim.dtypes import bfloat16
 from npusim.errors import HazardError
 from npusim.micro.vector import VectorKernel, run_vector
+from trace_check import check_trace
 
 CASES = [("atlas-a2", "float16"), ("atlas-a2", "float32"), ("atlas-a2", "bfloat16"),
          ("atlas-training", "float16"), ("atlas-training", "float32")]

@@ -6,7 +6,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trace_check import check_trace
 
 import npusim
 from npusim import golden, ops
@@ -14,6 +13,7 @@ from npusim.dtypes import bfloat16
 from npusim.errors import ParamError, TilingError
 from npusim.ops.silu_backward import SiluBackwardTiling, max_tile_length, silu_backward_tiling
 from op_check import assert_bit_equal, check_op
+from trace_check import check_trace
 
 RTOL = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 4e-3}
 DTYPES = {"atlas-a2": ["float16", "float32", "bfloat16"], "atlas-training": ["float16", "float32"]}

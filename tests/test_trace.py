@@ -3,11 +3,11 @@
 import json
 
 import pytest
-from trace_check import check_trace
 
 from kernels import run_copy
 from npusim import plot
 from npusim.errors import NpusimError
+from trace_check import check_trace
 
 
 def test_copy_trace_passes_the_schema(chip_name, tmp_path):
