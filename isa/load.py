@@ -45,7 +45,7 @@ from npusim.dtypes import name_of
 from npusim.errors import NpusimError
 from npusim.isa.base import Instr, Pipe, region
 from npusim.isa.cube import FRACTAL_BYTES, FRACTAL_ROWS, c0_of, ceil_div, write_fractal
-from npusim.isa.move import blocks_view
+from npusim.isa.move import blocks_view, check_path
 
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 LOAD_DST = {"L0A": "l1_to_l0a_bytes_per_cycle", "L0B": "l1_to_l0b_bytes_per_cycle"}
@@ -357,3 +357,71 @@ class LoadData3D(Instr):
                 "filter": [self.fh, self.fw], "stride": [self.stride_h, self.stride_w],
                 "dilation": [self.dilation_filter_h, self.dilation_filter_w],
                 "pad": list(self.pad_list), "en_transpose": self.en_transpose}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InitConstValue(Instr):
+    """InitConstValue(dst, InitConstValueParams): fill an L1 tensor with a constant (MTE2).
+
+    Ascend C ``InitConstValue`` (doc ``InitConstValue.md``) writes ``repeat_times`` x
+    ``block_num`` 32-byte blocks of ``init_value`` into L1 / L0A / L0B, ``dst_gap`` blocks
+    between repeats; it is how the A2 dx kernel zeroes its L1 A-buffer before the stride
+    expansion of dy (kernels.md §2(c)). Modelled for L1 only. Cost: the GM latency is not paid
+    (nothing is read); bytes written / ``gm_to_l1_bytes_per_cycle`` (assumed: the MTE2 L1 write
+    port, the fill rate is not published), head ``local_move_startup_cycles``.
+    """
+
+    name: ClassVar[str] = "init_const_value"
+    pipe: ClassVar[str] = Pipe.MTE2
+    dst: object
+    repeat_times: int = 1
+    block_num: int = 1
+    dst_gap: int = 0
+    init_value: float = 0
+
+    def __post_init__(self):
+        if self.dst.kind != "L1":
+            raise NpusimError(f"{self.name}: modelled for L1 only, got {self.dst.kind}")
+        check_range(self.name, "repeat_times", self.repeat_times, 0, 32767)
+        check_range(self.name, "block_num", self.block_num, 0, 32767)
+        check_range(self.name, "dst_gap", self.dst_gap, 0, 32767)
+        self.dst.check(self.span, "init_const_value write")
+
+    @property
+    def span(self) -> int:
+        if not (self.repeat_times and self.block_num):
+            return 0
+        step = (self.block_num + self.dst_gap) * 32
+        return (self.repeat_times - 1) * step + self.block_num * 32
+
+    def validate(self, chip) -> None:
+        check_path(chip, "gm_to_l1_bytes_per_cycle", self.name)
+
+    def head(self, chip) -> float:
+        return chip.local_move_startup_cycles
+
+    def body(self, chip) -> float:
+        return self.moved_bytes() / chip.gm_to_l1_bytes_per_cycle
+
+    def execute(self) -> None:
+        if not self.span:
+            return
+        value = np.array(self.init_value, self.dst.dtype).reshape(1).view(np.uint8)
+        block = np.tile(value, 32 // value.size)
+        view = blocks_view(self.dst.store, self.dst.addr, self.repeat_times,
+                           self.block_num * 32, (self.block_num + self.dst_gap) * 32)
+        view[...] = np.tile(block, self.block_num)
+
+    def writes(self) -> tuple:
+        return (region(self.dst, self.span),) if self.span else ()
+
+    def moved_bytes(self) -> int:
+        return self.repeat_times * self.block_num * 32
+
+    def path(self) -> str:
+        return "fill->L1"
+
+    def operands(self) -> dict:
+        return {"dst": repr(self.dst), "repeat_times": self.repeat_times,
+                "block_num": self.block_num, "dst_gap": self.dst_gap,
+                "init_value": float(self.init_value)}

@@ -16,7 +16,7 @@ from npusim.dsl.core import DataCopyParams
 from npusim.errors import NpusimError
 from npusim.isa.cube import Mmad
 from npusim.isa.fixpipe import DataCopyNd2Nz, Fixpipe, FixpipeL1, L0cToUb
-from npusim.isa.load import LoadData2D, LoadData3D
+from npusim.isa.load import InitConstValue, LoadData2D, LoadData3D
 
 
 class HF32TransMode:
@@ -206,3 +206,20 @@ def data_copy_nd2nz(dst, src, params: Nd2NzParams) -> None:
                         src_d_value=params.src_d_value, dst_nz_c0_stride=params.dst_nz_c0_stride,
                         dst_nz_n_stride=params.dst_nz_n_stride,
                         dst_nz_matrix_stride=params.dst_nz_matrix_stride))
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitConstValueParams:
+    """Ascend C InitConstValueParams: repeats of ``block_num`` 32-byte blocks, ``dst_gap``
+    blocks apart, filled with ``init_value``."""
+
+    repeat_times: int = 1
+    block_num: int = 1
+    dst_gap: int = 0
+    init_value: float = 0
+
+
+def init_const_value(dst, params: InitConstValueParams) -> None:
+    """InitConstValue: fill L1 with a constant on MTE2 (zeroing before a stride expansion)."""
+    issue(InitConstValue(dst=dst, repeat_times=params.repeat_times, block_num=params.block_num,
+                         dst_gap=params.dst_gap, init_value=params.init_value))
