@@ -1,5 +1,6 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels."""
 
+from npusim.ops.convolution_backward import convolution_backward
 from npusim.ops.silu_backward import silu_backward
 
-__all__ = ["silu_backward"]
+__all__ = ["convolution_backward", "silu_backward"]

@@ -20,6 +20,20 @@ def silu_strided(chip, **options):
     return ops.silu_backward(dy, x, chip=chip, tiling={"tile_length": 256}, **options)
 
 
+def conv(chip, *, deterministic=False, transposed=False, **options):
+    """TransData, Conv2DBackpropInput, Conv2DBackpropFilter (atomic or deterministic partial
+    sums), the dw reduction and ReduceSum for gradBias, in one run."""
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-1, 1, (2, 5, 9, 8)).astype(np.float16)
+    w = rng.uniform(-1, 1, (5, 4, 3, 3) if transposed else (4, 5, 3, 3)).astype(np.float16)
+    dy_shape = (2, 4, 17, 15) if transposed else (2, 4, 5, 4)
+    dy = rng.uniform(-1, 1, dy_shape).astype(np.float16)
+    return ops.convolution_backward(
+        dy, x, w, bias_sizes=[4], stride=[2, 2], padding=[1, 1], dilation=[1, 1],
+        transposed=transposed, chip=chip,
+        tiling={"dw_k_parts": 2, "deterministic": deterministic}, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -28,6 +42,10 @@ KERNELS = {
     "matmul": lambda chip, **o: run_matmul(chip=chip, m=64, n=64, k=128, base_k=64, **o),
     "stream": lambda chip, **o: run_stream(chip=chip, block_dim=4, per_core_bytes=64 << 10, **o),
     "silu_backward + contiguous": silu_strided,
+    "convolution_backward atomic dw": conv,
+    "convolution_backward deterministic dw": lambda chip, **o: conv(chip, deterministic=True,
+                                                                    **o),
+    "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
 }
 
 

@@ -11,8 +11,14 @@ The chip is chosen with ``aclrtSetDevice(0, chip="atlas-training")`` (default ``
 last run's ``Result`` (cycles, trace, stats) is on the executor and on the stream.
 """
 
+from npusim.aclnn.convolution import (
+    aclnnConvolutionBackward,
+    aclnnConvolutionBackwardGetWorkspaceSize,
+)
 from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a ported program uses
 from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
-__all__ = [*_runtime_names, "aclnnSiluBackward", "aclnnSiluBackwardGetWorkspaceSize"]
+__all__ = [*_runtime_names, "aclnnConvolutionBackward",
+           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnSiluBackward",
+           "aclnnSiluBackwardGetWorkspaceSize"]

@@ -4,6 +4,7 @@ A golden rounds in the kernel's order, so a correct kernel matches it bit for bi
 produce an operator's outputs: those come only from the simulated instructions.
 """
 
+from npusim.golden.convolution import convolution_backward
 from npusim.golden.silu import silu_backward
 
-__all__ = ["silu_backward"]
+__all__ = ["convolution_backward", "silu_backward"]

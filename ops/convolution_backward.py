@@ -1,0 +1,184 @@
+"""aclnnConvolutionBackward: gradInput, gradWeight and gradBias of a 1D/2D/3D convolution.
+
+The operator runs as aclnn decomposes it (kernels.md §2(b)), as a sequence of kernels on one GM:
+Contiguous copies of strided inputs; TransData+Cast of gradOutput and input to NC1HWC0 (per
+group, channels padded to C0) in the cube's compute dtype and of the weight to dx's FRACTAL_Z
+B matrix; the dx cube kernel (``ops/conv_cube.py``) into an ND workspace, TransData back to
+NCHW; the dw cube kernel into an fp32 workspace (atomic adds, or per-part slots and a fixed-order
+vector reduction when ``deterministic``), TransData+Cast back to the weight's layout and dtype;
+the gradBias ReduceSum kernel (``ops/conv_vector.py``). All of them are charged in the timing.
+
+cubeMathType picks the cube's dtype (seed; kernels.md §2(a)): on Atlas A2 fp32 inputs run in
+fp32 (0), HF32 (1 or 3, SetHF32Mode) or fp16 (2), bf16 in bf16 (2 is an error); on Atlas
+training fp32 inputs run in fp16 (1 or 2; 0 and 3 are errors). Mixed input dtypes are promoted
+(fp16 + bf16 -> fp32). Not modelled: the A2 matmul shortcuts (Bp2Mm), the pre/post Dilation
+ops and the 1x1 dw trick of §2(b)3 (the general kernels compute the same results), the C04
+layout, the D<->H swap, and the empty-tensor shortcuts beyond returning zero-filled workspaces
+when N or C is 0.
+"""
+
+import numpy as np
+
+from npusim.dtypes import name_of
+from npusim.ops.common import ceil_div, resolve_chip, round_up
+from npusim.ops.contiguous import to_gm
+from npusim.ops.conv_args import check_convolution_backward
+from npusim.ops.conv_cube import DwKernel, DxKernel
+from npusim.ops.conv_geometry import dw_problem, dx_problem
+from npusim.ops.conv_tiling import conv_tiling, dw_block_grid, dw_l1_bytes, dx_l1_bytes
+from npusim.ops.conv_vector import BiasGradKernel, PartialSumKernel
+from npusim.ops.transdata import (
+    plan_dw_out,
+    plan_from_nd,
+    plan_to_5hd,
+    plan_weight_dx,
+    run_transdata,
+)
+from npusim.sequence import OpRun
+
+
+def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padding,  # noqa: A002
+                         dilation, transposed=False, output_padding=(0, 0), groups=1,
+                         output_mask=(True, True, True), cube_math_type=1, chip="atlas-a2",
+                         tiling=None, mode="timed", numerics=True, trace=True, sanitize=True,
+                         jitter=None):
+    """Run aclnnConvolutionBackward on ``chip``; outputs gradInput, gradWeight, gradBias (None
+    for those ``output_mask`` does not ask for)."""
+    chip = resolve_chip(chip)
+    spec = check_convolution_backward(
+        chip, grad_output, input, weight, bias_sizes=bias_sizes, stride=stride,
+        padding=padding, dilation=dilation, transposed=transposed,
+        output_padding=output_padding, groups=groups, output_mask=output_mask,
+        cube_math_type=cube_math_type)
+    work = not spec.empty
+    dx = dx_problem(spec.n, groups, spec.cin, spec.cout, spec.axes, transposed) \
+        if spec.mask[0] and work else None
+    dw = dw_problem(spec.n, groups, spec.cin, spec.cout, spec.axes, transposed) \
+        if spec.mask[1] and work else None
+    cd = np.dtype(spec.compute_dtype)
+    c0 = 32 // cd.itemsize
+    t = conv_tiling(chip, dx, dw, c0, cd.itemsize, spec.cout, tiling)
+    run = OpRun(chip, mode=mode, numerics=numerics, trace=trace, sanitize=sanitize,
+                jitter=jitter)
+    ctx = _Ctx(run, spec, t, cd, c0)
+    ctx.gm_inputs()
+    out = {"gradInput": ctx.grad_input(dx) if spec.mask[0] else None,
+           "gradWeight": ctx.grad_weight(dw) if spec.mask[1] else None,
+           "gradBias": ctx.grad_bias() if spec.mask[2] else None}
+    return run.result(out, tiling=t, workspace_bytes=ctx.workspace)
+
+
+class _Ctx:
+    """One call's kernels on one OpRun: the GM tensors and the order the kernels run in."""
+
+    def __init__(self, run, spec, t, cd, c0):
+        self.run, self.spec, self.t, self.cd, self.c0 = run, spec, t, cd, c0
+        self.workspace = 0
+        self.dy5 = None
+
+    def tensor(self, name, dtype, count):
+        self.workspace += count * np.dtype(dtype).itemsize
+        return self.run.gm.tensor(name, dtype, count)
+
+    def gm_inputs(self):
+        s = self.spec
+        self.dy = to_gm(self.run, "gradOutput", s.grad_output)
+        self.x = to_gm(self.run, "input", s.input) if s.mask[0] or s.mask[1] else None
+        self.w = to_gm(self.run, "weight", s.weight) if s.mask[0] else None
+
+    def to_5hd(self, name, gm, shape5):
+        n, c, d, h, w = shape5
+        g = self.spec.groups
+        out = self.tensor(name, self.cd, n * g * d * ceil_div(c // g, self.c0) * h * w * self.c0)
+        plan = plan_to_5hd(self.run.chip, f"TransData({name})", shape5, g, self.c0,
+                           gm.dtype, self.cd)
+        run_transdata(self.run, plan, gm, out)
+        return out
+
+    def grad_output_5hd(self):
+        if self.dy5 is None:
+            self.dy5 = self.to_5hd("gradOutput.5hd", self.dy, self.spec.dy5_shape)
+        return self.dy5
+
+    def grad_input(self, p):
+        s, t, run = self.spec, self.t, self.run
+        shape = s.input.shape
+        if p is None:
+            return (self.run.gm.tensor("gradInput", s.dx_dtype, 0), shape)
+        dy5 = self.grad_output_5hd()
+        wb = self.weight_b(p)
+        n16 = round_up(p.nc, 16)
+        hw = p.out_dhw[1] * p.out_dhw[2]
+        nd = self.tensor("gradInput.nd", s.dx_dtype, p.n * p.groups * p.out_dhw[0] * hw * n16)
+        l1_a, l1_b = dx_l1_bytes(p, t, self.c0, self.cd.itemsize)
+        run.launch(DxKernel, block_dim=t.dx_block_dim, name="Conv2DBackpropInput",
+                   args=dict(dy5=dy5, wb=wb, out=nd, prob=p, tiling=t, cd=self.cd,
+                             out_dtype=np.dtype(s.dx_dtype), l1_a=l1_a, l1_b=l1_b,
+                             hf32=s.hf32))
+        dx = run.gm.tensor("gradInput", s.dx_dtype, int(np.prod(shape)))
+        plan = plan_from_nd(run.chip, "TransData(gradInput)",
+                            (p.n, p.groups, p.out_dhw[0], hw, n16), s.cin, p.groups,
+                            np.dtype(s.dx_dtype), np.dtype(s.dx_dtype))
+        run_transdata(run, plan, nd, dx)
+        return (dx, shape)
+
+    def weight_b(self, p):
+        s, g = self.spec, self.spec.groups
+        k1, n1 = ceil_div(p.kc, self.c0), ceil_div(p.nc, 16)
+        kvol = int(np.prod(p.kdhw))
+        wb = self.tensor("weight.fz", self.cd, g * kvol * k1 * n1 * 16 * self.c0)
+        plan = plan_weight_dx(self.run.chip, "TransData(weight)", s.w5_shape, g, p.kc, p.nc,
+                              s.transposed, self.c0, self.w.dtype, self.cd)
+        run_transdata(self.run, plan, self.w, wb)
+        return wb
+
+    def grad_weight(self, p):
+        s, t, run = self.spec, self.t, self.run
+        shape = s.weight.shape
+        dw = run.gm.tensor("gradWeight", s.dw_dtype, int(np.prod(shape)))
+        if p is None:
+            return (dw, shape)
+        dy5 = self.grad_output_5hd()
+        x5 = self.to_5hd("input.5hd", self.x, s.x5_shape)
+        grad5, feat5 = (x5, dy5) if s.transposed else (dy5, x5)
+        kh, kw = p.kdhw[1:]
+        mr, ncols = ceil_div(p.gc, self.c0) * self.c0, ceil_div(p.fc, self.c0) * kh * kw * self.c0
+        per = p.groups * p.kdhw[0] * mr * ncols
+        slots = t.dw_k_parts if t.deterministic else 1
+        ws = self.tensor("gradWeight.fz", "float32", slots * per)
+        l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
+        run.launch(DwKernel, block_dim=t.dw_block_dim, name="Conv2DBackpropFilter",
+                   args=dict(grad5=grad5, feat5=feat5, ws=ws, prob=p, tiling=t, cd=self.cd,
+                             l1_a=l1_a, l1_b=l1_b, hf32=s.hf32,
+                             blocks=dw_block_grid(p, t, self.c0)))
+        if slots > 1:
+            total = self.tensor("gradWeight.sum", "float32", per)
+            tile = 4096
+            run.launch(PartialSumKernel, name="ReduceDwPartials",
+                       block_dim=max(1, min(run.chip.vector_core_count, ceil_div(per, tile))),
+                       args=dict(src=ws, dst=total, parts=slots, total=per, tile=tile))
+            ws = total
+        plan = plan_dw_out(run.chip, "TransData(gradWeight)",
+                           (p.groups, p.kdhw[0], mr, ncols), s.w5_shape, p.groups, self.c0,
+                           np.dtype("float32"), np.dtype(s.dw_dtype))
+        run_transdata(run, plan, ws, dw)
+        return (dw, shape)
+
+    def grad_bias(self):
+        s, t, run = self.spec, self.t, self.run
+        db = run.gm.tensor("gradBias", s.grad_output.dtype, s.cout)
+        positions = int(np.prod(s.dy5_shape[2:]))
+        if s.n and s.cout and positions:
+            run.launch(BiasGradKernel, block_dim=min(t.bias_block_dim, s.cout), name="ReduceSum",
+                       args=dict(dy=self.dy, db=db, n=s.n, channels=s.cout,
+                                 positions=positions, tile=bias_tile(t, positions)))
+        return (db, (s.cout,))
+
+
+def bias_tile(t, positions: int) -> int:
+    """The gradBias accumulator's lanes: the tiling's tile, or fewer for short channels."""
+    return min(t.bias_tile, round_up(positions, 64))
+
+
+def dtype_name(arr) -> str:
+    return name_of(arr.dtype)

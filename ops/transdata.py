@@ -1,0 +1,359 @@
+"""TransData (+ Cast): the layout conversions aclnn runs around the convolution cube kernels.
+
+aclnn turns NCHW tensors into the cube's private formats and back (kernels.md §2(b)1):
+gradOutput and input to NC1HWC0 (here per group, channels padded to C0), the weight to a
+FRACTAL_Z-style B matrix, and the results back to NCHW, casting where the compute dtype differs
+(Contiguous → Cast → TransData in aclnn; here Cast and TransData are one kernel). The kernel is
+generic: the host cuts the conversion into *pieces*, each a strided block of the source
+(``rows`` rows of ``row_len`` elements) that becomes a strided block of the destination
+(``outer`` x ``count`` runs of ``length`` elements). Per piece, on a vector core:
+DataCopyPad GM → UB, a vector Gather with a host-made offset table (the permutation, with
+zeros for padding), an optional Cast, DataCopyPad UB → GM. In and out tiles are double
+buffered; the offset table is loaded into UB when a piece needs a table other than the one
+there.
+
+Modelled: the GM traffic (burst-rounded), the UB work of the permutation and the cast, the
+split of pieces over the vector cores. Not modelled: CANN's TransData uses vnchwconv (a 16 x 16
+transpose instruction) rather than Gather, so the vector cycles are an estimate of the same
+order; the offset tables are read from GM like any constant.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npusim.dsl import (
+    DataCopyExtParams,
+    Kernel,
+    TBuf,
+    TPosition,
+    TQue,
+    data_copy_pad,
+    get_block_idx,
+    get_block_num,
+    set_flag,
+    wait_flag,
+)
+from npusim.dsl import vector as vec
+from npusim.ops.common import ceil_div, round_up
+
+TABLE_EVENT = 5   # event id of the table hand-over flags (the queues use ids from 0 up)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One block of a conversion: source geometry, destination geometry, its table."""
+
+    src: int            # element offset of the first source row
+    rows: int           # source rows
+    row_len: int        # elements per source row
+    row_stride: int     # elements between source rows
+    dst: int            # element offset of the first destination run
+    outer: int          # destination outer repeats
+    outer_stride: int   # elements between outer repeats
+    count: int          # runs per outer repeat
+    count_stride: int   # elements between runs
+    length: int         # elements per run
+    table: int          # index of the offset table
+
+
+@dataclass
+class TransPlan:
+    """A conversion cut into pieces with their Gather offset tables (uint32 byte offsets)."""
+
+    name: str
+    src_dtype: object
+    dst_dtype: object
+    in_elems: int                     # UB elements of one in tile (without the zero block)
+    out_elems: int                    # UB elements of one out tile
+    pieces: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    keys: dict = field(default_factory=dict)
+
+    def table(self, key, build) -> int:
+        """The index of the table for ``key``; ``build()`` makes it the first time."""
+        if key not in self.keys:
+            self.keys[key] = len(self.tables)
+            self.tables.append(np.asarray(build(), np.uint32))
+        return self.keys[key]
+
+    def add(self, *geometry, table: int) -> None:
+        """Append a Piece; its table is padded (offset 0) to the elements the Gather writes."""
+        piece = Piece(*geometry, table)
+        need = piece.outer * piece.count * self.out_pitch(piece.length)
+        have = self.tables[table]
+        if have.size < need:
+            self.tables[table] = np.concatenate([have, np.zeros(need - have.size, np.uint32)])
+        self.pieces.append(piece)
+
+    @property
+    def in_item(self) -> int:
+        return np.dtype(self.src_dtype).itemsize
+
+    @property
+    def out_item(self) -> int:
+        return np.dtype(self.dst_dtype).itemsize
+
+    def in_pitch(self, row_len: int) -> int:
+        return round_up(row_len, 32 // self.in_item)
+
+    def out_pitch(self, length: int) -> int:
+        return round_up(length, 32 // min(self.in_item, self.out_item))
+
+    def offsets(self, rows: int, row_len: int, src_rc) -> np.ndarray:
+        """Byte offsets into the in tile for (row, col) arrays; -1 entries read the zero block."""
+        r, c = src_rc
+        pitch = self.in_pitch(row_len)
+        zero = rows * pitch * self.in_item
+        return np.where(r >= 0, (r * pitch + c) * self.in_item, zero)
+
+
+def ub_split(chip, src_dtype, dst_dtype) -> tuple[int, int]:
+    """(in tile elements, out tile elements) that fit UB with double buffering and a table."""
+    si, di = np.dtype(src_dtype).itemsize, np.dtype(dst_dtype).itemsize
+    cast = si != di
+    per = 2 * si + 2 * di + 4 + (si if cast else 0)
+    elems = (chip.ub_bytes - 1024) // per // 256 * 256
+    return elems, elems
+
+
+def run_transdata(run, plan: TransPlan, src, dst) -> None:
+    """Launch the TransData kernel for ``plan`` (nothing to do for an empty plan)."""
+    if not plan.pieces:
+        return
+    table = np.concatenate(plan.tables)
+    starts = np.cumsum([0] + [t.size for t in plan.tables])
+    tables = run.gm.tensor(f"{plan.name}.tables", np.uint32, table.size, table)
+    cores = min(run.chip.vector_core_count, len(plan.pieces))
+    run.launch(TransDataKernel, block_dim=cores, name=plan.name,
+               args=dict(src=src, dst=dst, tables=tables, starts=starts, plan=plan))
+
+
+class TransDataKernel(Kernel):
+    """Pieces ``block_idx``, ``block_idx + block_num``, ... of a TransPlan."""
+
+    def init(self, src, dst, tables, starts, plan: TransPlan):
+        self.src, self.dst, self.tables, self.starts, self.plan = src, dst, tables, starts, plan
+        self.cast = plan.in_item != plan.out_item
+        self.in_que = TQue(TPosition.VECIN, 2, name="inQueue")
+        self.out_que = TQue(TPosition.VECOUT, 2, name="outQueue")
+        self.pipe.init_buffer(self.in_que, 2, plan.in_elems * plan.in_item + 32)
+        self.pipe.init_buffer(self.out_que, 2, plan.out_elems * plan.out_item)
+        self.table_buf = TBuf(TPosition.VECCALC, name="tableBuf")
+        self.pipe.init_buffer(self.table_buf, max(t.size for t in plan.tables) * 4)
+        if self.cast:
+            self.gathered = TBuf(TPosition.VECCALC, name="gatherBuf")
+            self.pipe.init_buffer(self.gathered, plan.out_elems * plan.in_item)
+        self.loaded = -1
+
+    def process(self):
+        for i in range(get_block_idx(), len(self.plan.pieces), get_block_num()):
+            piece = self.plan.pieces[i]
+            self.load_table(piece.table)
+            self.copy_in(piece)
+            self.compute(piece)
+            self.copy_out(piece)
+
+    def load_table(self, t: int):
+        if t == self.loaded:
+            return
+        size = self.plan.tables[t].size
+        if self.loaded >= 0:   # the gathers reading the old table are done before it changes
+            set_flag("V_MTE2", TABLE_EVENT)
+            wait_flag("V_MTE2", TABLE_EVENT)
+        data_copy_pad(self.table_buf.get("uint32"), self.tables[int(self.starts[t])],
+                      DataCopyExtParams(block_count=1, block_len=size * 4))
+        set_flag("MTE2_V", TABLE_EVENT)
+        wait_flag("MTE2_V", TABLE_EVENT)
+        self.loaded = t
+
+    def copy_in(self, p: Piece):
+        t = self.in_que.alloc_tensor(self.plan.src_dtype)
+        item = self.plan.in_item
+        data_copy_pad(t, self.src[p.src], DataCopyExtParams(
+            block_count=p.rows, block_len=p.row_len * item,
+            src_stride=(p.row_stride - p.row_len) * item))
+        self.in_que.enque(t)
+
+    def compute(self, p: Piece):
+        t = self.in_que.deque()
+        zero_at = p.rows * self.plan.in_pitch(p.row_len)
+        vec.duplicate(t[zero_at], 0, 32 // self.plan.in_item)
+        n = p.outer * p.count * self.plan.out_pitch(p.length)
+        out = self.out_que.alloc_tensor(self.plan.dst_dtype)
+        if self.cast:
+            g = self.gathered.get(self.plan.src_dtype)
+            vec.gather(g, t, self.table_buf.get("uint32"), 0, n)
+            vec.cast(out, g, "rint" if self.plan.out_item < self.plan.in_item else "none", n)
+        else:
+            vec.gather(out, t, self.table_buf.get("uint32"), 0, n)
+        self.in_que.free_tensor(t)
+        self.out_que.enque(out)
+
+    def copy_out(self, p: Piece):
+        out = self.out_que.deque()
+        item, per_outer = self.plan.out_item, p.count * self.plan.out_pitch(p.length)
+        for o in range(p.outer):
+            data_copy_pad(self.dst[p.dst + o * p.outer_stride], out[o * per_outer],
+                          DataCopyExtParams(block_count=p.count, block_len=p.length * item,
+                                            dst_stride=(p.count_stride - p.length) * item))
+        self.out_que.free_tensor(out)
+
+
+def chunks(total: int, step: int):
+    """(start, length) of consecutive chunks of ``step`` covering ``total``."""
+    step = max(1, step)
+    return [(s, min(step, total - s)) for s in range(0, total, step)]
+
+
+def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPlan:
+    """(N, C, D, H, W) -> (N, G, D, C1, H*W, C0), each group's channels padded to C0."""
+    n, c, d, h, w = shape
+    cg, hw = c // groups, h * w
+    c1 = ceil_div(cg, c0)
+    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
+    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    step = min(hw, out_e // c0, in_e // c0 // 16 * 16 or 16)
+    for ni in range(n):
+        for g in range(groups):
+            for di in range(d):
+                for k in range(c1):
+                    rows = min(c0, cg - k * c0)
+                    src0 = ((ni * c + g * cg + k * c0) * d + di) * hw
+                    dst0 = (((ni * groups + g) * d + di) * c1 + k) * hw * c0
+                    for p0, ln in chunks(hw, step):
+                        tab = plan.table(("5hd", rows, ln), lambda r=rows, m=ln: plan.offsets(
+                            r, m, _to_5hd_rc(r, m, c0)))
+                        plan.add(src0 + p0, rows, ln, d * hw, dst0 + p0 * c0, 1, 0, 1, 0,
+                                 ln * c0, table=tab)
+    return plan
+
+
+def _to_5hd_rc(rows: int, length: int, c0: int):
+    j = np.arange(length * c0)
+    r, col = j % c0, j // c0
+    return np.where(r < rows, r, -1), col
+
+
+def plan_weight_dx(chip, name, w_shape, groups, kc, nc, transposed, k0, src_dtype,
+                   dst_dtype) -> TransPlan:
+    """The weight -> dx's B matrix [G][kD][Kc1][kH*kW][Nc1][16][k0] (rotated when not
+    transposed), K = gradOutput channels, N = input channels of the group."""
+    kd, kh, kw = w_shape[2:]
+    khw, kvol = kh * kw, kd * kh * kw
+    k1, n1 = ceil_div(kc, k0), ceil_div(nc, 16)
+    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
+    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    frac = 16 * k0
+    step1 = max(1, min(n1, out_e // (kvol * frac), in_e // (k0 * kvol * 16)))
+    if transposed:
+        step1 = max(1, min(step1, in_e // (16 * round_up(k0 * kvol, 16))))
+    for g in range(groups):
+        for a in range(k1):
+            krows = min(k0, kc - a * k0)
+            for b0, bl in chunks(n1, step1):
+                ncols = min(bl * 16, nc - b0 * 16)
+                dst0 = ((g * kd * k1 + a) * khw * n1 + b0) * frac
+                key = ("wdx", transposed, krows, ncols, bl, w_shape[2:])
+                if transposed:   # rows = input channels, each [kc, kD, kH, kW]
+                    src0 = ((g * nc + b0 * 16) * kc + a * k0) * kvol
+                    geo = (ncols, krows * kvol, kc * kvol)
+                else:            # rows = gradOutput channels, each [nc, kD, kH, kW]
+                    src0 = ((g * kc + a * k0) * nc + b0 * 16) * kvol
+                    geo = (krows, ncols * kvol, nc * kvol)
+                tab = plan.table(key, lambda k=krows, m=ncols, bl=bl, geo=geo: plan.offsets(
+                    geo[0], geo[1], _weight_dx_rc(k, m, bl, k0, (kd, kh, kw), transposed)))
+                plan.add(src0, *geo, dst0, kd, k1 * khw * n1 * frac, khw, n1 * frac,
+                         bl * frac, table=tab)
+    return plan
+
+
+def _weight_dx_rc(krows, ncols, blocks, k0, kdhw, transposed):
+    kd, kh, kw = kdhw
+    khw, kvol = kh * kw, kd * kh * kw
+    d, t, j = np.meshgrid(np.arange(kd), np.arange(khw), np.arange(blocks * 16 * k0),
+                          indexing="ij")
+    cn = (j // (16 * k0)) * 16 + (j // k0) % 16
+    ck = j % k0
+    valid = (cn < ncols) & (ck < krows)
+    if transposed:
+        row, col = cn, ck * kvol + d * khw + t
+    else:
+        rot = (kh - 1 - t // kw) * kw + (kw - 1 - t % kw)
+        row, col = ck, cn * kvol + d * khw + rot
+    return np.where(valid, row, -1).ravel(), np.where(valid, col, 0).ravel()
+
+
+def plan_from_nd(chip, name, src_shape, dst_channels, groups, src_dtype, dst_dtype):
+    """dx's (N, G, D, H*W, Nc16) -> (N, C, D, H, W), dropping the padding channels."""
+    n, g_, d, hw, nc16 = src_shape
+    cg = dst_channels // groups
+    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
+    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    cstep = min(round_up(cg, 16), 256)
+    lim = max(16, min(in_e // round_up(cstep, 16), out_e // cstep) // 16 * 16)
+    pstep = hw if hw <= lim else lim
+    for ni in range(n):
+        for g in range(groups):
+            for di in range(d):
+                base = ((ni * groups + g) * d + di) * hw * nc16
+                for c0_, cl in chunks(cg, cstep):
+                    for p0, pl in chunks(hw, pstep):
+                        tab = plan.table(("nd", pl, cl), lambda p=pl, c=cl: plan.offsets(
+                            p, c, _from_nd_rc(p, c, plan.out_pitch(p))))
+                        dst0 = ((ni * dst_channels + g * cg + c0_) * d + di) * hw + p0
+                        plan.add(base + p0 * nc16 + c0_, pl, cl, nc16, dst0, 1, 0, cl, d * hw,
+                                 pl, table=tab)
+    return plan
+
+
+def _from_nd_rc(positions, channels, pitch):
+    j = np.arange(channels * pitch)
+    c, p = j // pitch, j % pitch
+    return np.where(p < positions, p, -1), c
+
+
+def plan_dw_out(chip, name, ws_shape, w_shape, groups, c0, src_dtype, dst_dtype) -> TransPlan:
+    """dw's (G, kD, Mr, Fc1*kH*kW*C0) fp32 -> the weight's (G*gc, fc, kD, kH, kW) dtype."""
+    _, kd, mr, ncols = ws_shape
+    gc, fc = w_shape[0] // groups, w_shape[1]
+    khw = w_shape[3] * w_shape[4]
+    kvol = kd * khw
+    f1 = ceil_div(fc, c0)
+    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
+    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    fstep = max(1, min(f1, in_e // (khw * c0) // 16))
+    for g in range(groups):
+        for z in range(kd):
+            for f0, fl in chunks(f1, fstep):
+                nch = min(fl * c0, fc - f0 * c0)
+                run_len = nch * khw if kd == 1 else khw
+                per_row = plan.out_pitch(run_len) * (1 if kd == 1 else nch)
+                mstep = max(1, min(gc, out_e // per_row, in_e // plan.in_pitch(fl * khw * c0)))
+                for m0, ml in chunks(gc, mstep):
+                    src0 = ((g * kd + z) * mr + m0) * ncols + f0 * khw * c0
+                    dst0 = (g * gc + m0) * fc * kvol + f0 * c0 * kvol + z * khw
+                    key = ("dw", ml, nch, fl, khw, kd == 1)
+                    tab = plan.table(key, lambda m=ml, c=nch, fl=fl, one=kd == 1: plan.offsets(
+                        m, fl * khw * c0, _dw_rc(m, c, khw, c0, one, plan)))
+                    if kd == 1:
+                        geo = (ml, fc * kvol, 1, 0, run_len)
+                    else:
+                        geo = (ml, fc * kvol, nch, kvol, khw)
+                    plan.add(src0, ml, fl * khw * c0, ncols, dst0, *geo, table=tab)
+    return plan
+
+
+def _dw_rc(rows, nch, khw, c0, merged, plan):
+    if merged:
+        pitch = plan.out_pitch(nch * khw)
+        m, j = np.divmod(np.arange(rows * pitch), pitch)
+        c, t = j // khw, j % khw
+        valid = j < nch * khw
+    else:
+        pitch = plan.out_pitch(khw)
+        m, rest = np.divmod(np.arange(rows * nch * pitch), nch * pitch)
+        c, t = rest // pitch, rest % pitch
+        valid = t < khw
+    col = (c // c0) * khw * c0 + t * c0 + c % c0
+    return np.where(valid, m, -1), np.where(valid, col, 0)
