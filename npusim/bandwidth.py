@@ -12,10 +12,13 @@ together, processor sharing would finish them all at ``n*B/bw``; here they finis
 ``2B/bw``, ... ``n*B/bw``: the last one and the total are exact, the earlier ones are up to
 ``(n-1)*B/bw`` early.
 
-L2 residency is tracked per ``l2_line_bytes`` line of GM: reads hit on resident lines and miss to
-HBM on the others; both reads and writes allocate their lines; writes go through to HBM
-(write-through), so an operator's outputs always cost HBM bandwidth. When L2 is full the lines
-inserted first are evicted first (FIFO, not LRU). An operator's inputs start in HBM, not in L2.
+L2 residency is tracked per ``l2_line_bytes`` line of GM. A read hits on resident lines and
+misses to HBM on the others; a missed line is filled whole, so a read that ends inside a line
+pays for all of it and the next tile's read of the rest hits (a strided read pays in proportion
+to its density in its span, since the gaps between its blocks are not read). Both reads and
+writes allocate their lines; writes go through to HBM (write-through), so an operator's outputs
+always cost HBM bandwidth. When L2 is full the lines inserted first are evicted first (FIFO, not
+LRU). An operator's inputs start in HBM, not in L2.
 Not modelled: HBM bank/channel conflicts, refresh, L2 set associativity, read/write turnaround.
 """
 
@@ -34,11 +37,11 @@ class L2Cache:
         self.count = 0
         self.order: deque = deque()
 
-    def access(self, lo: int, hi: int) -> float:
-        """Touch [lo, hi); return the fraction of its lines that were already resident."""
+    def access(self, lo: int, hi: int) -> int:
+        """Touch [lo, hi); return how many of its lines were not resident (now they are)."""
         a, b = lo // self.line, -(-hi // self.line)
         if b <= a:
-            return 1.0
+            return 0
         window = self.resident[a:b]
         hits = int(np.count_nonzero(window)) if b - a > 1 else int(window[0])
         if hits < b - a:
@@ -46,7 +49,7 @@ class L2Cache:
             self.count += (b - a) - hits
             self.order.append((a, b))
             self._evict()
-        return hits / (b - a)
+        return (b - a) - hits
 
     def _evict(self) -> None:
         while self.count > self.capacity and self.order:
@@ -70,12 +73,19 @@ class GmBandwidth:
 
     def transfer(self, now: float, lo: int, hi: int, nbytes: int, write: bool) -> float:
         """Reserve the servers for one transfer starting at ``now``; return its finish time."""
-        hit = self.l2.access(lo, hi)
+        missed = self.l2.access(lo, hi)
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
-        hbm = nbytes if write else nbytes * (1.0 - hit)
-        self.l2_hit_bytes += nbytes - hbm if not write else 0.0
+        hbm = nbytes if write else self._fill_bytes(missed, lo, hi, nbytes)
+        self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
         if hbm <= 0:
             return self.l2_free
         self.hbm_bytes += hbm
         self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
         return max(self.l2_free, self.hbm_free)
+
+    def _fill_bytes(self, missed: int, lo: int, hi: int, nbytes: int) -> float:
+        """HBM bytes of a read: each missed line is filled whole (a line partly read becomes
+        resident, so it was paid for), scaled by the transfer's density in its span when it
+        is strided (gaps between its blocks are not read)."""
+        density = min(1.0, nbytes / max(hi - lo, 1))
+        return missed * self.l2.line * density
