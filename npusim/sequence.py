@@ -68,7 +68,17 @@ class OpRun:
             merged.marks += [(index[c], t + offset, buf, delta, label)
                              for c, t, buf, delta, label in r.tracer.marks]
             offset += r.cycles
+            merged.marks += _release_marks(r.tracer.marks, index, offset)
         return merged
+
+
+def _release_marks(marks, index, end) -> list:
+    """A kernel's buffers are released when it ends (what it never freed: its TBufs and the
+    buffers still allocated at exit), so the next kernel starts from empty buffers."""
+    live = Counter()
+    for c, _t, buf, delta, _label in marks:
+        live[(c, buf)] += delta
+    return [(index[c], end, buf, -n, "kernel end") for (c, buf), n in live.items() if n]
 
 
 def _labels(parts) -> list[str]:
@@ -104,8 +114,7 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
              "instruction_counts": dict(sorted(counts.items())),
              "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,
              "peak_bytes_per_core": per_core_peak,
-             "kernels": [{"name": name, "cores": r.stats["cores"], "cycles": r.cycles,
-                          "instructions": r.stats["instructions"]} for name, r in parts],
+             "kernels": [_kernel_entry(name, r) for name, r in parts],
              "wall_seconds": {"total": sum(r.stats["wall_seconds"]["total"] for _, r in parts)}}
     if parts and "per_core" in parts[0][1].stats:
         stats.update(_merged_utilisation(parts, cycles))
@@ -115,6 +124,14 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
 
         stats["peak_live_bytes"] = _peak_live(tracer, None)
     return stats
+
+
+def _kernel_entry(name: str, r) -> dict:
+    entry = {"name": name, "cores": r.stats["cores"], "cycles": r.cycles,
+             "instructions": r.stats["instructions"]}
+    if "peak_live_bytes" in r.stats:
+        entry["peak_live_bytes"] = r.stats["peak_live_bytes"]
+    return entry
 
 
 def _merged_utilisation(parts, cycles: int) -> dict:

@@ -9,6 +9,7 @@ from npusim import ops
 from npusim.micro.matmul import run_matmul
 from npusim.micro.stream import run_stream
 from npusim.micro.vector import run_vector
+from npusim.report import SIZE_KEYS
 from op_check import assert_bit_equal
 from trace_check import check_trace
 
@@ -54,6 +55,15 @@ def test_trace_schema_and_jitter(name, chip_name, tmp_path):
     run = KERNELS[name]
     plain = run(chip_name)
     check_trace(plain, tmp_path / "trace.json")
+    reserved = plain.stats["peak_bytes"]   # what init_buffer set aside, the most of any kernel
+    for buf, live in plain.stats["peak_live_bytes"].items():
+        assert 0 < live <= reserved[buf] <= getattr(plain.chip, SIZE_KEYS[buf]), \
+            f"{name}: {buf} live {live}, reserved {reserved[buf]}"
+    kernels = plain.stats.get("kernels", [])
+    if kernels:    # a sequence: each kernel starts from empty buffers
+        own = [k["peak_live_bytes"] for k in kernels]
+        assert plain.stats["peak_live_bytes"] == {
+            b: max(p.get(b, 0) for p in own) for b in plain.stats["peak_live_bytes"]}
     for seed in (1, 2):
         jittered = run(chip_name, jitter=(seed, 50.0))
         assert jittered.cycles != plain.cycles
