@@ -26,12 +26,26 @@ def _cases(quick: bool):
         op="exp_mul", block_dim=48, tiles=tiles, tile_length=4096, mode="functional")
     yield "vector exp*mul fp16, 32 cores, atlas-training", run_vector, dict(
         op="exp_mul", chip="atlas-training", block_dim=32, tiles=tiles, tile_length=4096)
-    yield "GM stream 48 x 16 MB, numerics off", run_stream, dict(
-        block_dim=48, per_core_bytes=(4 if quick else 16) << 20)
+    mb = 4 if quick else 16
+    yield f"GM stream 48 x {mb} MB, numerics off", run_stream, dict(
+        block_dim=48, per_core_bytes=mb << 20)
     yield from _extra_cases(quick)
 
 
+def _silu(n: int, chip: str = "atlas-a2", **kw):
+    """SiluBackward on ``n`` fp16 elements of seeded random inputs."""
+    import numpy as np
+
+    from npusim.ops import silu_backward
+
+    rng = np.random.default_rng(0)
+    dy, x = (rng.standard_normal(n, dtype=np.float32).astype(np.float16) for _ in range(2))
+    return silu_backward(dy, x, chip=chip, **kw)
+
+
 def _extra_cases(quick: bool):
+    n = 1 << (18 if quick else 22)
+    yield f"SiluBackward fp16 {n >> 10}K elements, atlas-a2", _silu, dict(n=n)
     try:
         from npusim.micro.matmul import run_matmul
     except ImportError:

@@ -1,12 +1,31 @@
-"""The ``npusim`` command: chips, demo, bench.
+"""The ``npusim`` command: chips, run, compare, demo, bench.
 
-Errors are one line on stderr and exit status 2, never a traceback.
+Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
+from its golden), never a traceback; files appear only when a command completes (see
+``npusim.outdir``). Set ``NPUSIM_DEBUG=1`` to see the traceback of an internal error.
 """
 
 import argparse
+import json
+import os
 import sys
+import textwrap
 
 from npusim.errors import NpusimError
+
+EXAMPLES = """examples:
+  npusim chips
+  npusim run silu_backward --chip atlas-a2 --shape 4x1024x1024 --dtype float16 --out silu
+  npusim compare silu_backward --dtype bfloat16
+  npusim demo --out npusim-demo
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def main(argv=None) -> int:
@@ -18,20 +37,41 @@ def main(argv=None) -> int:
     try:
         return args.func(args) or 0
     except NpusimError as exc:
-        print(f"npusim: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     except KeyboardInterrupt:
         print("npusim: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line, the details on request
+        if os.environ.get("NPUSIM_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} "
+                     "(set NPUSIM_DEBUG=1 for the traceback)", 3)
+
+
+def _fail(message: str, status: int = 2) -> int:
+    print(f"npusim: error: {' '.join(message.split())}", file=sys.stderr)
+    return status
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="npusim", description="Cycle-approximate simulator of Ascend NPU AI cores.")
-    sub = parser.add_subparsers(title="commands")
-    p = sub.add_parser("chips", help="list the chip models")
+    parser = Parser(prog="npusim", epilog=EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description="Cycle-approximate simulator of Ascend NPU AI cores.")
+    sub = parser.add_subparsers(title="commands", parser_class=Parser)
+    p = sub.add_parser("chips", help="list the chip models",
+                       description="The chip models: cores, clock, buffers, HBM, L2, cube peak.")
     p.set_defaults(func=_chips)
-    p = sub.add_parser("demo", help="run the built-in kernels on both chips and print the results")
+    _op_command(sub, "run", "run one operator on one chip, check it, summarise it")
+    _op_command(sub, "compare", "run one operator on several chips side by side")
+    p = sub.add_parser("demo", help="every operator on both chips: a Markdown report",
+                       description="Run every operator on atlas-training and atlas-a2 at "
+                                   "moderate sizes and write a Markdown report with tables "
+                                   "and plots.")
+    p.add_argument("--out", default="npusim-demo", metavar="DIR",
+                   help="folder for the report (default: ./npusim-demo)")
+    p.add_argument("--quick", action="store_true", help="small shapes: a smoke test in seconds")
     p.set_defaults(func=_demo)
     p = sub.add_parser("bench", help="measure simulator speed (instructions per second)")
     p.add_argument("--quick", action="store_true", help="smaller cases")
@@ -39,28 +79,194 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _chips(args) -> int:
-    from npusim.chip import chips, load_chip
+def _op_command(sub, name: str, help_text: str) -> None:
+    """``npusim run OP`` / ``npusim compare OP``: one sub-parser per operator, so that
+    ``npusim run OP --help`` documents that operator's shape and parameters."""
+    from npusim.cases import CASES
 
-    header = (f"{'chip':<16}{'soc':<13}{'cores':<8}{'GHz':>5}{'UB KB':>7}{'L1 KB':>7}"
-              f"{'L0C KB':>7}{'HBM GB':>7}{'HBM TB/s':>9}{'L2 MB':>6}   peak TFLOPS (cube)")
-    print(header)
-    for name in chips():
-        c = load_chip(name)
-        cores = f"{c.ai_core_count}+{c.aiv_count}" if c.separated else f"{c.ai_core_count}"
-        peaks = "  ".join(f"{dt} {c.peak_flops(dt) / 1e12:.0f}" if dt in c.input_dtypes
-                          else f"{dt} -" for dt in ("float16", "bfloat16", "float32"))
-        print(f"{name:<16}{c.soc:<13}{cores:<8}{c.clock_hz / 1e9:>5.2f}{c.ub_bytes >> 10:>7}"
-              f"{c.l1_bytes >> 10:>7}{c.l0c_bytes >> 10:>7}{c.hbm_bytes >> 30:>7}"
-              f"{c.hbm_bytes_per_s / 1e12:>9.2f}{c.l2_bytes >> 20:>6}   {peaks}")
-    print("cores: AI cores (+ vector cores on separated chips); UB per vector core")
+    p = sub.add_parser(name, help=help_text, description=help_text + ".")
+    ops = p.add_subparsers(title="operators", metavar="OP", parser_class=Parser, dest="op",
+                           required=True)
+    for case in CASES.values():
+        if not case.available():
+            continue
+        aliases = [case.aclnn.removeprefix("aclnn"), case.aclnn]
+        q = ops.add_parser(case.name, aliases=aliases, help=case.summary,
+                           description=f"{case.aclnn}: {case.summary}.",
+                           epilog=_op_epilog(case, name),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        _op_arguments(q, case, name)
+        q.set_defaults(func=_run if name == "run" else _compare, case=case)
+
+
+def _op_arguments(p, case, command: str) -> None:
+    if command == "run":
+        p.add_argument("--chip", default="atlas-a2", help="chip model (default atlas-a2; "
+                       "see npusim chips)")
+    else:
+        p.add_argument("--chips", default="atlas-training,atlas-a2",
+                       help="comma-separated chip models (default atlas-training,atlas-a2)")
+    shape = "x".join(map(str, case.default_shape))
+    p.add_argument("--shape", help=f"{case.shape_help}, e.g. {shape} (the default)")
+    p.add_argument("--dtype", default=case.dtypes[0],
+                   help=f"one of {', '.join(case.dtypes)} (default {case.dtypes[0]})")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="an operator parameter (listed below); repeat for more")
+    p.add_argument("--tiling", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field of the host tiling, e.g. tile_length=4096")
+    p.add_argument("--mode", choices=("timed", "functional"), default="timed",
+                   help="timed: SimPy run with cycles (default); functional: program order")
+    p.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
+    what = ("trace.json, summary.json, pipeline.png, memory.png" if command == "run"
+            else "compare.png, compare.json, compare.md")
+    p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
+
+
+def _op_epilog(case, command: str) -> str:
+    lines = [case.notes, ""] if case.notes else []
+    if case.params:
+        lines.append("parameters (--param KEY=VALUE):")
+        lines += [f"  {p.name:<16}{p.help} (default {p.default})" for p in case.params]
+    else:
+        lines.append("parameters: none")
+    if case.tiling_help:
+        lines += ["", "tiling fields (--tiling KEY=VALUE):",
+                  *textwrap.wrap(case.tiling_help, 90, initial_indent="  ",
+                                 subsequent_indent="  ")]
+    lines += ["", f"example:\n  npusim {command} {case.name} --dtype {case.dtypes[0]}"]
+    return "\n".join(lines)
+
+
+def _pairs(items: list, flag: str) -> dict:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise NpusimError(f"{flag} {item!r}: write KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _tiling(items: list) -> dict:
+    """``--tiling`` values: integers, true/false, else text; the operator checks the keys."""
+    values = {}
+    for key, text in _pairs(items, "--tiling").items():
+        low = text.lower()
+        if low in ("true", "false"):
+            values[key] = low == "true"
+        else:
+            try:
+                values[key] = int(text, 0)
+            except ValueError:
+                values[key] = text
+    return values
+
+
+def _inputs(args):
+    """(case, shape, dtype, params, tiling) from the common op arguments, checked."""
+    from npusim.cases import parse_dtype, parse_shape
+
+    case = args.case
+    shape = parse_shape(args.shape) if args.shape else case.default_shape
+    dtype = parse_dtype(args.dtype, case)
+    params = case.parse_params(_pairs(args.param, "--param"))
+    return case, shape, dtype, params, _tiling(args.tiling)
+
+
+def _run(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim.chip import load_chip
+    from npusim.outdir import OutputDir
+    from npusim.progress import Progress
+    from npusim.report import run_case, summary_lines
+
+    case, shape, dtype, params, tiling = _inputs(args)
+    chip = load_chip(args.chip)
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        with Progress(f"running {case.name} on {chip.name}"):
+            run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
+                           seed=args.seed)
+        print("\n".join(summary_lines(run)))
+        if out is not None:
+            with Progress("writing the trace and plots"):
+                names = write_run_files(run, out)
+    if out is not None:
+        print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0 if run.ok else 1
+
+
+def write_run_files(run, out) -> list:
+    """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``."""
+    from npusim import plot
+    from npusim.report import summary_dict
+
+    _write_json(out.file("summary.json"), summary_dict(run))
+    names = ["summary.json"]
+    if run.result.tracer is not None:
+        run.result.write_trace(out.file("trace.json"))
+        plot.pipeline(run.result, out.file("pipeline.png"), max_cores=2)
+        plot.memory(run.result, out.file("memory.png"))
+        names += ["trace.json", "pipeline.png", "memory.png"]
+    return names
+
+
+def _write_json(path: str, data) -> None:
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+        f.write("\n")
+
+
+def _compare(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim import charts
+    from npusim.chip import load_chip
+    from npusim.outdir import OutputDir
+    from npusim.progress import Progress
+    from npusim.report import compare_markdown, compare_runs, compare_text
+
+    case, shape, dtype, params, tiling = _inputs(args)
+    chips = [load_chip(name.strip()) for name in args.chips.split(",") if name.strip()]
+    if not chips:
+        raise NpusimError("--chips: name at least one chip (see npusim chips)")
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        with Progress(f"running {case.name} on {len(chips)} chips"):
+            runs = compare_runs(case, chips, shape, dtype, params, tiling, args.mode,
+                                args.seed, trace=False)
+        print(f"{case.aclnn}: {dtype}, shape {'x'.join(map(str, shape))}, seed {args.seed}")
+        print("\n".join(compare_text(runs)))
+        if out is not None:
+            charts.compare(runs, out.file("compare.png"))
+            _write_json(out.file("compare.json"), _compare_json(runs))
+            with open(out.file("compare.md"), "w") as f:
+                f.write("\n".join(compare_markdown(runs)) + "\n")
+    if out is not None:
+        print(f"wrote compare.png, compare.json, compare.md to {out.shown}")
+    else:
+        print("(add --out DIR for compare.png)")
+    return 0 if all(r.ok for r in runs if not r.error) else 1
+
+
+def _compare_json(runs) -> list:
+    from npusim.report import summary_dict
+
+    return [{"chip": r.chip.name, "error": r.error} if r.error else summary_dict(r)
+            for r in runs]
+
+
+def _chips(args) -> int:
+    from npusim.report import chip_table
+
+    for line in chip_table():
+        print(line)
     return 0
 
 
 def _demo(args) -> int:
     from npusim.demo import run_demo
 
-    return run_demo()
+    return run_demo(args.out, quick=args.quick)
 
 
 def _bench(args) -> int:

@@ -1,22 +1,126 @@
-"""``npusim demo``: the engine's own micro-kernels on both chips, with their results.
+"""``npusim demo``: every operator npusim has, on atlas-training and atlas-a2, in one report.
 
-For each chip: the vector micro-kernel (z = x + y and z = exp(x) * y, fp16, bf16 where the chip
-has it), the GM stream kernel (aggregate bandwidth against HBM), and the cube micro-kernel
-(C = A.B) when it is available. Each output is checked against numpy computed here, after the
-run, only to say whether the simulated instructions got it right.
+For each operator in ``npusim.cases`` that exists, at its moderate demo size and for every
+dtype it takes: the same seeded inputs on both chips, each output checked bit for bit against
+its golden, and the side-by-side table (time, roofline, pipe use, buffers, tiling). A product
+that does not take a dtype says why in its column. Then the engine's own micro-kernels (vector,
+GM stream, cube). The report is ``report.md`` with its PNGs (and one Chrome trace per operator)
+in the output folder, which appears only when everything is written.
 """
 
+import sys
 import time
 
 import numpy as np
 
+from npusim import charts, plot
+from npusim.cases import CASES
 from npusim.chip import load_chip
 from npusim.errors import NpusimError
 from npusim.micro.stream import run_stream
 from npusim.micro.vector import run_vector
+from npusim.outdir import OutputDir
+from npusim.report import (
+    chip_markdown,
+    compare_markdown,
+    compare_runs,
+    compare_text,
+    metrics,
+    product_text,
+    shape_text,
+)
 
 CHIPS = ("atlas-training", "atlas-a2")
 
+
+def run_demo(out="npusim-demo", quick: bool = False) -> int:
+    """Run the demo, write the report into ``out``; return the exit status. ``quick`` uses
+    small shapes (a smoke test of the whole path)."""
+    start = time.perf_counter()
+    cases = [case for case in CASES.values() if case.available()]
+    with OutputDir(out) as folder:
+        sections, ok = [], True
+        for case in cases:
+            shape = case.quick_shape if quick else case.demo_shape
+            runs = _run_case(case, shape, len(sections) + 1, len(cases))
+            ok &= all(r.ok for by_chip in runs.values() for r in by_chip if not r.error)
+            sections += [_case_section(case, shape, runs, folder)]
+        micro = _micro_section()
+        elapsed = time.perf_counter() - start
+        with open(folder.file("report.md"), "w") as f:
+            f.write("\n".join(_report(sections, micro, elapsed)) + "\n")
+    print(f"\nreport: {folder.shown.rstrip('/')}/report.md (open it in a Markdown viewer); "
+          f"done in {time.perf_counter() - start:.1f} s")
+    return 0 if ok else 1
+
+
+def _run_case(case, shape, number: int, total: int) -> dict:
+    """dtype -> [CaseRun per chip], with progress on stderr. Traces for the first dtype only."""
+    runs = {}
+    for i, dtype in enumerate(case.dtypes):
+        t0 = time.perf_counter()
+        print(f"[{number}/{total}] {case.name} {dtype} {shape_text(shape)} on "
+              f"{', '.join(CHIPS)} ...", end="", file=sys.stderr, flush=True)
+        params = case.parse_params({})
+        runs[dtype] = compare_runs(case, CHIPS, shape, dtype, params, trace=i == 0)
+        print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    return runs
+
+
+def _case_section(case, shape, runs: dict, folder) -> list:
+    """The Markdown section of one operator; writes its plots and one trace into ``folder``."""
+    first = case.dtypes[0]
+    name = case.name
+    print(f"\n== {case.aclnn}, {first}, shape {shape_text(shape)}")
+    print("\n".join(compare_text(runs[first])))
+    for dtype, by_chip in list(runs.items())[1:]:
+        print(f"{dtype}: " + "; ".join(f"{r.chip.name} " + ("not run" if r.error else
+                                       roofline_line(r)) for r in by_chip))
+    charts.compare(runs[first], folder.file(f"{name}-compare.png"))
+    charts.bars(runs, folder.file(f"{name}-dtypes.png"),
+                f"{case.aclnn} {shape_text(shape)}: simulated time per dtype")
+    lines = [f"## {case.aclnn}", "", f"{case.summary}. {case.notes}", "",
+             f"Shape {shape_text(shape)}: {case.shape_help}. Seeded random inputs (seed 0), "
+             "the same on both chips; every output compared bit for bit with its golden.", "",
+             f"![{name} on both chips]({name}-compare.png)", "",
+             f"![{name} per dtype]({name}-dtypes.png)", ""]
+    for dtype, by_chip in runs.items():
+        lines += [f"### {dtype}", "", *compare_markdown(by_chip), ""]
+    for run in runs[first]:
+        if run.error or run.result.tracer is None:
+            continue
+        chip = run.chip.name
+        plot.pipeline(run.result, folder.file(f"{name}-pipeline-{chip}.png"), max_cores=2)
+        plot.memory(run.result, folder.file(f"{name}-memory-{chip}.png"))
+        lines += [f"### The pipes and the buffers on {chip} ({first})", "",
+                  f"![pipeline on {chip}]({name}-pipeline-{chip}.png)", "",
+                  f"![UB occupancy on {chip}]({name}-memory-{chip}.png)", ""]
+    last = next((r for r in reversed(runs[first]) if not r.error), None)
+    if last is not None:
+        last.result.write_trace(folder.file(f"{name}-trace-{last.chip.name}.json"))
+        lines += [f"The whole run on {last.chip.name} is in `{name}-trace-{last.chip.name}"
+                  ".json`: open it in https://ui.perfetto.dev or chrome://tracing.", ""]
+    return lines
+
+
+def _report(sections: list, micro: list, elapsed: float) -> list:
+    lines = ["# npusim demo", "",
+             "Every operator npusim models, on the Atlas training series (Ascend 910, coupled "
+             "cores) and Atlas A2 (Ascend 910B, separated cube and vector cores). Times are "
+             "simulated (cycles at the chip's clock); the roofline bound is the operator's bytes "
+             "over the HBM bandwidth (and, for cube work, its flops over the cube peak).", "",
+             f"Made by `npusim demo` in {elapsed:.1f} s of wall time.", "",
+             "## The chips", "", *chip_markdown(), ""]
+    for section in sections:
+        lines += section
+    lines += micro
+    lines += ["## Next", "", "```bash", "npusim run silu_backward --chip atlas-a2 --out silu",
+              "npusim compare silu_backward --dtype bfloat16 --out cmp",
+              "npusim run silu_backward --help", "```"]
+    return lines
+
+
+# --- the engine's micro-kernels -----------------------------------------------------------------
 
 def _vector_rows(chip):
     dtypes = ["float16", "float32"] + (["bfloat16"] if "bfloat16" in chip.cast_dtypes else [])
@@ -28,23 +132,20 @@ def _vector_rows(chip):
             want = x + y if op == "add" else np.exp(x) * y
             err = np.max(np.abs(z - want) / np.maximum(np.abs(want), 1e-3))
             gbs = 3 * r.outputs["z"].nbytes / (r.time_us * 1e-6) / 1e9
-            yield (f"vector {op:<8}", dtype, r, f"max rel err {err:.1e}, {gbs:,.0f} GB/s")
+            yield (f"vector {op}", dtype, r, f"max rel err {err:.1e}, {gbs:,.0f} GB/s")
 
 
 def _stream_row(chip):
     cores = chip.vector_core_count
     r = run_stream(chip=chip.name, block_dim=cores, per_core_bytes=4 << 20)
-    total = cores * (4 << 20)
-    tbs = total / (r.time_us * 1e-6) / 1e12
+    tbs = cores * (4 << 20) / (r.time_us * 1e-6) / 1e12
     yield ("GM stream", f"{cores} cores", r,
            f"{tbs:.2f} TB/s of {chip.hbm_bytes_per_s / 1e12:.2f} TB/s HBM")
 
 
 def _matmul_rows(chip):
-    try:
-        from npusim.micro.matmul import run_matmul
-    except ImportError:
-        return
+    from npusim.micro.matmul import run_matmul
+
     r = run_matmul(chip=chip.name, m=128, n=128, k=256)
     a, b, c = (r.outputs[k].astype(np.float64) for k in ("a", "b", "c"))
     err = np.max(np.abs(c - a @ b)) / max(np.max(np.abs(a @ b)), 1e-9)
@@ -52,20 +153,31 @@ def _matmul_rows(chip):
     yield ("cube matmul", "fp16->fp32", r, f"rel err {err:.1e}, {tflops:.2f} TFLOPS on 1 core")
 
 
-def run_demo() -> int:
-    start = time.perf_counter()
-    print("npusim demo: the engine's micro-kernels on both chips\n")
+def _micro_section() -> list:
+    """Print and return (as Markdown) the micro-kernel table of each chip."""
+    lines = ["## The engine underneath: micro-kernels", "",
+             "Small kernels of `npusim.micro` that exercise one unit each; the check column "
+             "compares with numpy after the run.", ""]
     for name in CHIPS:
         chip = load_chip(name)
-        kind = "coupled" if not chip.separated else "separated AIC/AIV"
-        print(f"== {name} ({chip.soc}, {kind}, {chip.clock_hz / 1e9:.2f} GHz)")
+        print(f"\n== micro-kernels on {name} ({product_text(chip)})")
         print(f"   {'kernel':<18}{'dtype':<12}{'cycles':>10}{'time us':>10}  check")
+        lines += [f"### {name} ({product_text(chip)})", "",
+                  "| kernel | dtype | cycles | time (us) | check |", "|---|---|---:|---:|---|"]
         for rows in (_vector_rows, _stream_row, _matmul_rows):
             try:
                 for label, dtype, r, note in rows(chip):
                     print(f"   {label:<18}{dtype:<12}{r.cycles:>10,}{r.time_us:>10.2f}  {note}")
+                    lines.append(f"| {label} | {dtype} | {r.cycles:,} | {r.time_us:.2f} | "
+                                 f"{note} |")
             except NpusimError as exc:
                 print(f"   {rows.__name__[1:]:<30} not run: {exc}")
-        print()
-    print(f"done in {time.perf_counter() - start:.1f} s")
-    return 0
+                lines.append(f"| {rows.__name__[1:]} | | | | not run: {exc} |")
+        lines.append("")
+    return lines
+
+
+def roofline_line(run) -> str:
+    """'12.3 us, 85% of roofline' for a run that has timing."""
+    m = metrics(run)
+    return f"{m['time_us']:.2f} us, {m.get('roofline_ratio', 0):.0%} of roofline"

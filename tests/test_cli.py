@@ -1,14 +1,26 @@
 """The npusim command, through a subprocess as a user runs it."""
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+SMALL = ["--shape", "16x1024"]
 
-def npusim(*args, timeout=300):
+
+def npusim(*args, cwd=None, timeout=300):
     return subprocess.run([sys.executable, "-m", "npusim.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def assert_one_line_error(out):
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "error" in lines[0]
+    return lines[0]
 
 
 def test_chips_lists_every_model():
@@ -16,15 +28,75 @@ def test_chips_lists_every_model():
     assert out.returncode == 0
     for name in ("atlas-a2", "atlas-training", "atlas-a2-910b4"):
         assert name in out.stdout
-    assert "24+48" in out.stdout
+    assert "24+48" in out.stdout and "TFLOPS" in out.stdout and "HBM TB/s" in out.stdout
 
 
-def test_demo_runs_both_chips_and_checks_results():
-    out = npusim("demo")
+def test_run_checks_summarises_and_writes_its_files(tmp_path):
+    out = npusim("run", "silu_backward", "--chip", "atlas-a2", *SMALL, "--dtype", "bf16",
+                 "--tiling", "tile_length=1024", "--out", str(tmp_path / "silu"))
     assert out.returncode == 0, out.stderr
-    assert "== atlas-training" in out.stdout and "== atlas-a2" in out.stdout
-    assert "1.60 TB/s of 1.60 TB/s HBM" in out.stdout
-    assert "Traceback" not in out.stderr
+    for text in ("bit-identical to the golden", "cycles", "TB/s", "TFLOPS", "roofline",
+                 "memory-bound", "MTE2", "UB", "tile_length=1024"):
+        assert text in out.stdout
+    files = sorted(p.name for p in (tmp_path / "silu").iterdir())
+    assert files == ["memory.png", "pipeline.png", "summary.json", "trace.json"]
+    summary = json.loads((tmp_path / "silu" / "summary.json").read_text())
+    assert summary["ok"] and summary["dtype"] == "bfloat16" and summary["shape"] == [16, 1024]
+    assert summary["metrics"]["cycles"] > 0 and summary["tiling"]["tile_length"] == 1024
+    assert 0 < summary["metrics"]["roofline_ratio"] < 1.05
+    assert json.loads((tmp_path / "silu" / "trace.json").read_text())["traceEvents"]
+    assert [p.name for p in tmp_path.iterdir()] == ["silu"]     # no temporary folder left
+
+
+def test_run_functional_mode_has_no_timing():
+    out = npusim("run", "SiluBackward", "--chip", "atlas-training", *SMALL,
+                 "--mode", "functional")
+    assert out.returncode == 0, out.stderr
+    assert "bit-identical" in out.stdout and "none in functional mode" in out.stdout
+
+
+def test_run_help_documents_the_operator():
+    out = npusim("run", "silu_backward", "--help")
+    assert out.returncode == 0
+    for text in ("aclnnSiluBackward", "--shape", "--tiling", "--param", "bfloat16",
+                 "tile_length", "parameters"):
+        assert text in out.stdout
+
+
+def test_compare_says_why_a_product_does_not_run(tmp_path):
+    out = npusim("compare", "silu_backward", *SMALL, "--dtype", "bfloat16",
+                 "--out", str(tmp_path / "cmp"))
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[1]
+    assert "atlas-training" in head and "atlas-a2" in head
+    assert "not run" in out.stdout and "exact" in out.stdout
+    assert "atlas-training: aclnnSiluBackward: gradOutput dtype bfloat16 is not supported" \
+        in out.stdout
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
+        "compare.json", "compare.md", "compare.png"]
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "not run: aclnnSiluBackward" in md
+
+
+def test_compare_chips_option():
+    out = npusim("compare", "silu_backward", *SMALL, "--chips", "atlas-a2,atlas-a2-910b4")
+    assert out.returncode == 0, out.stderr
+    status = next(line for line in out.stdout.splitlines() if line.startswith("status"))
+    assert "atlas-a2-910b4" in out.stdout.splitlines()[1] and status.split()[1:] == ["exact"] * 2
+
+
+def test_demo_writes_a_report_and_says_where(tmp_path):
+    out = npusim("demo", "--quick", "--out", "report-here", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "report: report-here/report.md" in out.stdout
+    assert "== aclnnSiluBackward" in out.stdout and "1.60 TB/s of 1.60 TB/s HBM" in out.stdout
+    assert "[1/" in out.stderr and "Traceback" not in out.stderr
+    folder = tmp_path / "report-here"
+    report = (folder / "report.md").read_text()
+    assert "## aclnnSiluBackward" in report and "| | atlas-training | atlas-a2 |" in report
+    for image in report.split("](")[1:]:
+        assert (folder / image.split(")")[0]).is_file()
+    assert (folder / "silu_backward-pipeline-atlas-a2.png").is_file()
 
 
 def test_bench_quick_reports_speed():
@@ -33,9 +105,44 @@ def test_bench_quick_reports_speed():
     assert "instr/s" in out.stdout and "vector add fp16" in out.stdout
 
 
-@pytest.mark.parametrize("args", [["frobnicate"], ["bench", "--fast"]])
-def test_bad_usage_is_one_line_not_a_traceback(args):
-    out = npusim(*args)
-    assert out.returncode != 0
-    assert "Traceback" not in out.stderr
-    assert "error" in out.stderr
+BAD = {
+    "unknown command": (["frobnicate"], "invalid choice"),
+    "unknown op": (["run", "softmax_backward"], "invalid choice: 'softmax_backward'"),
+    "unknown chip": (["run", "silu_backward", "--chip", "ascend-9000"], "unknown chip"),
+    "unknown chip in --chips": (["compare", "silu_backward", "--chips", "atlas-a2,nope"],
+                                "unknown chip 'nope'"),
+    "unknown dtype": (["run", "silu_backward", "--dtype", "float8"], "does not take dtype"),
+    "dtype the product lacks": (["run", "silu_backward", "--chip", "atlas-training",
+                                 "--dtype", "bfloat16"], "not supported on atlas-training"),
+    "shape that does not parse": (["run", "silu_backward", "--shape", "4by4"],
+                                  "does not parse"),
+    "negative shape": (["run", "silu_backward", "--shape", "4x-1"], "positive integer"),
+    "unknown tiling key": (["run", "silu_backward", *SMALL, "--tiling", "tile_size=64"],
+                           "unknown tiling field 'tile_size'"),
+    "tiling that cannot work": (["run", "silu_backward", *SMALL, "--tiling", "buffer_num=3"],
+                                "buffer_num = 3"),
+    "tiling without =": (["run", "silu_backward", "--tiling", "tile_length"], "KEY=VALUE"),
+    "unknown param": (["run", "silu_backward", "--param", "alpha=1"], "no parameter 'alpha'"),
+    "bad option": (["bench", "--fast"], "unrecognized arguments"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_and_no_files(case, tmp_path):
+    args, message = BAD[case]
+    if args[0] in ("run", "compare"):
+        args = [*args, "--out", str(tmp_path / "out")]
+    out = npusim(*args, cwd=tmp_path)
+    line = assert_one_line_error(out)
+    assert message in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_unwritable_out_fails_before_running(command, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = npusim(command, "silu_backward", *SMALL, "--out", str(blocker / "out"))
+    line = assert_one_line_error(out)
+    assert "cannot write to" in line and "not a folder" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
