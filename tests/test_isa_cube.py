@@ -678,3 +678,34 @@ def test_dsl_load3d_fixpipe_l1_and_training_copy():
                     tcore.t("L0C", 0, np.float32, 256),
                     FixpipeParams(m_size=16, n_size=16, src_stride=16, dst_stride=16))
     assert type(tctx.stream[0]).__name__ == "L0cToUb"
+
+
+def wide_values(rng, shape, dtype, spread: int) -> np.ndarray:
+    """Values of ``dtype`` whose exponents spread over ``spread`` binades (zeros included)."""
+    mant = rng.uniform(-1, 1, shape)
+    exps = rng.integers(-spread // 2, spread // 2 + 1, shape)
+    x = np.ldexp(mant, exps)
+    x[rng.random(shape) < 0.1] = 0.0
+    with np.errstate(over="ignore"):
+        return x.astype(dtype).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype,bits,spread", [
+    (np.float16, 11, 4), (np.float16, 11, 40), (bfloat16, 8, 6), (bfloat16, 8, 200),
+    (np.float32, 24, 2), (np.float32, 24, 60)])
+@pytest.mark.parametrize("specials", [False, True])
+def test_step_sums_match_the_ordered_sum(dtype, bits, spread, specials):
+    """The BLAS shortcut of Mmad's step sums gives the bits of the in-order float64 sum, both
+    where it can prove the sums exact and where it falls back element by element."""
+    from npusim.isa.cube import _sequential, step_sums
+
+    rng = np.random.default_rng(spread)
+    a3 = wide_values(rng, (3, 40, 16), dtype, spread)
+    b3 = wide_values(rng, (3, 16, 24), dtype, spread)
+    if specials:   # the rows and columns they touch take the in-order path
+        a3[0, 0, 3], b3[1, 2, 5] = np.inf, np.nan
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = step_sums(a3, b3, bits), _sequential(a3, b3)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
