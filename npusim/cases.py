@@ -112,7 +112,10 @@ def parse_dtype(text: str, case: OpCase) -> str:
 
 def parse_ints(text: str) -> tuple:
     """``"1"`` -> (1, 1) and ``"2,1"`` -> (2, 1): a pair of non-negative integers."""
-    values = tuple(int(v) for v in str(text).split(","))
+    try:
+        values = tuple(int(v) for v in str(text).split(","))
+    except ValueError:
+        values = ()
     if len(values) == 1:
         values *= 2
     if len(values) != 2 or min(values) < 0:

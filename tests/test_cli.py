@@ -124,6 +124,13 @@ BAD = {
     "tiling without =": (["run", "silu_backward", "--tiling", "tile_length"], "KEY=VALUE"),
     "unknown param": (["run", "silu_backward", "--param", "alpha=1"], "no parameter 'alpha'"),
     "bad option": (["bench", "--fast"], "unrecognized arguments"),
+    "conv param that does not parse": (["run", "convolution_backward", "--param",
+                                        "padding=a"], "one or two non-negative integers"),
+    "conv argument aclnn refuses": (["run", "convolution_backward", "--shape", "1x16x8x8",
+                                     "--param", "stride=0"], "stride = [0, 0]"),
+    "conv dtype the product lacks": (["run", "convolution_backward", "--chip",
+                                      "atlas-training", "--dtype", "bf16"],
+                                     "not supported on atlas-training"),
 }
 
 
