@@ -179,12 +179,8 @@ def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
         return _sequential(a3, b3)
     out = np.matmul(a3, b3)
     s, i, j = np.nonzero(~exact)
-    if s.size:
-        pa, pb = a3[s, i, :], b3[s, :, j]
-        acc = pa[:, 0] * pb[:, 0]
-        for t in range(1, kk):
-            acc += pa[:, t] * pb[:, t]
-        out[s, i, j] = acc
+    if s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
+        out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
     return out
 
 
