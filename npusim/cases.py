@@ -54,6 +54,8 @@ class OpCase:
     golden_options: Callable | None = None   # (result, args, kwargs) -> what the run chose
     tiling_help: str = ""     # the tiling fields a user may override, for --help
     notes: str = ""
+    atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order: the
+    #                              report checks them within a summation-order bound, not bit for bit
 
     def available(self) -> bool:
         """True when ``npusim.ops`` has the operator."""
