@@ -101,13 +101,14 @@ def moved_bytes(run: CaseRun) -> int:
 
 
 def cube_dtype(run: CaseRun) -> str:
-    """The dtype the cube runs at for the roofline: the input dtype when the cube takes it,
-    else HF32 for fp32 where the chip has it and cube_math_type allows it, else fp16."""
-    inputs = run.chip.input_dtypes
-    if run.dtype in inputs and not (run.dtype == "float32" and run.kwargs.get("cube_math_type")
-                                    in (1, 3) and "hfloat32" in inputs):
-        return run.dtype
-    return "hfloat32" if run.dtype == "float32" and "hfloat32" in inputs else "float16"
+    """The dtype the cube ran at, for the roofline: what the run chose (the case's
+    ``golden_options``: fp16 for fp32 inputs with cube_math_type 2, HF32 where the chip and
+    cube_math_type give it), else the input dtype when the cube takes it, else fp16."""
+    if run.case.golden_options and run.result is not None:
+        opts = run.case.golden_options(run.result, run.args, run.kwargs)
+        if opts.get("compute_dtype"):
+            return "hfloat32" if opts.get("hf32_bits") else opts["compute_dtype"]
+    return run.dtype if run.dtype in run.chip.input_dtypes else "float16"
 
 
 def metrics(run: CaseRun) -> dict:
