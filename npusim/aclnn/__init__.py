@@ -15,10 +15,15 @@ from npusim.aclnn.convolution import (
     aclnnConvolutionBackward,
     aclnnConvolutionBackwardGetWorkspaceSize,
 )
+from npusim.aclnn.moe_token_permute_grad import (
+    aclnnMoeTokenPermuteGrad,
+    aclnnMoeTokenPermuteGradGetWorkspaceSize,
+)
 from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a ported program uses
 from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
 __all__ = [*_runtime_names, "aclnnConvolutionBackward",
-           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnSiluBackward",
+           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
+           "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnSiluBackward",
            "aclnnSiluBackwardGetWorkspaceSize"]
