@@ -91,6 +91,10 @@ class GmMove(Instr):
     def rate_key(self) -> str:
         raise NotImplementedError
 
+    def gm_blocks(self) -> list[tuple[int, int, int, int]]:
+        """Every (addr, block_count, block_len, stride) group of the GM side, in bytes."""
+        return [self.gm_geometry()]
+
     def gm_span(self) -> tuple[int, int]:
         addr, count, length, stride = self.gm_geometry()
         return addr, addr + block_span(addr, count, length, stride)

@@ -9,12 +9,16 @@ from npusim.errors import (
     HazardError,
     MemoryAccessError,
     NpusimError,
+    OutOfMemoryError,
     ParamError,
     TilingError,
 )
 
-__all__ = ["Chip", "chips", "load_chip", "NpusimError", "ParamError", "TilingError",
-           "ChipModelError", "DeadlockError", "HazardError", "MemoryAccessError"]
+_LAZY = ("ops", "aclnn", "golden", "isa", "models", "dsl", "cases")
+
+__all__ = ["ops", "aclnn", "golden", "Chip", "chips", "load_chip", "NpusimError", "ParamError",
+           "TilingError", "ChipModelError", "DeadlockError", "HazardError", "MemoryAccessError",
+           "OutOfMemoryError"]
 
 # Installed, `isa/`, `ops/` and `models/` live inside this package as npusim.isa, npusim.ops
 # and npusim.models. Run from a source checkout (``python -m npusim.cli`` in the clone), they
@@ -22,3 +26,13 @@ __all__ = ["Chip", "chips", "load_chip", "NpusimError", "ParamError", "TilingErr
 _root = _Path(__file__).resolve().parent.parent
 if not (_Path(__file__).parent / "isa").is_dir() and (_root / "isa" / "__init__.py").is_file():
     __path__.append(str(_root))  # noqa: F821 - a package's __path__ is defined by the import system
+
+
+def __getattr__(name):
+    """``npusim.ops``, ``npusim.aclnn``, ``npusim.golden`` ... without importing them first;
+    loaded on first use (PEP 562) so ``import npusim`` stays quick."""
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"npusim.{name}")
+    raise AttributeError(f"module 'npusim' has no attribute {name!r}")

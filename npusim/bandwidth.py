@@ -12,13 +12,13 @@ together, processor sharing would finish them all at ``n*B/bw``; here they finis
 ``2B/bw``, ... ``n*B/bw``: the last one and the total are exact, the earlier ones are up to
 ``(n-1)*B/bw`` early.
 
-L2 residency is tracked per ``l2_line_bytes`` line of GM. A read hits on resident lines and
-misses to HBM on the others; a missed line is filled whole, so a read that ends inside a line
-pays for all of it and the next tile's read of the rest hits (a strided read pays in proportion
-to its density in its span, since the gaps between its blocks are not read). Both reads and
-writes allocate their lines; writes go through to HBM (write-through), so an operator's outputs
-always cost HBM bandwidth. When L2 is full the lines inserted first are evicted first (FIFO, not
-LRU). An operator's inputs start in HBM, not in L2.
+L2 residency is tracked per ``l2_line_bytes`` line of GM. A transfer touches the lines its blocks
+overlap, and only those: a strided read marks the lines of its blocks resident, never the gaps
+between them. A read hits on resident lines and misses to HBM on the others; a missed line is
+filled whole, so a read that ends inside a line pays for all of it and the next tile's read of
+the rest hits. Both reads and writes allocate their lines; writes go through to HBM
+(write-through), so an operator's outputs always cost HBM bandwidth. When L2 is full the lines
+inserted first are evicted first (FIFO, not LRU). An operator's inputs start in HBM, not in L2.
 Not modelled: HBM bank/channel conflicts, refresh, L2 set associativity, read/write turnaround.
 """
 
@@ -51,6 +51,23 @@ class L2Cache:
             self._evict()
         return (b - a) - hits
 
+    def access_blocks(self, addr: int, count: int, length: int, stride: int) -> int:
+        """Touch ``count`` blocks of ``length`` bytes ``stride`` apart from ``addr``; return how
+        many of the lines they overlap were not resident. Gaps between blocks are not touched."""
+        if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
+            return self.access(addr, addr + block_end(count, length, stride))
+        starts = addr + stride * np.arange(count, dtype=np.int64)
+        first, last = starts // self.line, (starts + length - 1) // self.line
+        lines = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]
+        lines = np.unique(lines[lines <= last[:, None]])
+        fresh = lines[~self.resident[lines]]
+        if fresh.size:
+            self.resident[fresh] = True
+            self.count += int(fresh.size)
+            self.order.extend((int(x), int(x) + 1) for x in fresh)
+            self._evict()
+        return int(fresh.size)
+
     def _evict(self) -> None:
         while self.count > self.capacity and self.order:
             a, b = self.order.popleft()
@@ -71,11 +88,12 @@ class GmBandwidth:
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
 
-    def transfer(self, now: float, lo: int, hi: int, nbytes: int, write: bool) -> float:
-        """Reserve the servers for one transfer starting at ``now``; return its finish time."""
-        missed = self.l2.access(lo, hi)
+    def transfer(self, now: float, blocks, nbytes: int, write: bool) -> float:
+        """Reserve the servers for one transfer starting at ``now``; return its finish time.
+        ``blocks`` are the GM side's (addr, count, length, stride) groups, in bytes."""
+        missed = sum(self.l2.access_blocks(*g) for g in blocks)
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
-        hbm = nbytes if write else self._fill_bytes(missed, lo, hi, nbytes)
+        hbm = nbytes if write else missed * self.l2.line
         self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
         if hbm <= 0:
             return self.l2_free
@@ -83,9 +101,7 @@ class GmBandwidth:
         self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
         return max(self.l2_free, self.hbm_free)
 
-    def _fill_bytes(self, missed: int, lo: int, hi: int, nbytes: int) -> float:
-        """HBM bytes of a read: each missed line is filled whole (a line partly read becomes
-        resident, so it was paid for), scaled by the transfer's density in its span when it
-        is strided (gaps between its blocks are not read)."""
-        density = min(1.0, nbytes / max(hi - lo, 1))
-        return missed * self.l2.line * density
+
+def block_end(count: int, length: int, stride: int) -> int:
+    """Bytes from the first block's start to the end of the last."""
+    return (count - 1) * stride + length if count else 0

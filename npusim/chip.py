@@ -10,12 +10,15 @@ and inconsistent values are a ``ChipModelError`` naming the file and the key. Th
 is flat: every key is an attribute (``chip.ub_bytes``), keys being unique across sections.
 """
 
+import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from npusim.errors import ChipModelError, NpusimError
+from npusim.memory import host_memory_bytes
 
 # section -> key -> type. Numbers are positive unless listed in NON_NEGATIVE.
 SCHEMA: dict[str, dict[str, type]] = {
@@ -29,7 +32,8 @@ SCHEMA: dict[str, dict[str, type]] = {
     "alignment": {"ub_align_bytes": int, "l1_align_bytes": int, "l0ab_align_bytes": int,
                   "l0c_align_bytes": int},
     "mte": {"gm_to_ub_bytes_per_cycle": float, "gm_to_l1_bytes_per_cycle": float,
-            "ub_to_gm_bytes_per_cycle": float, "ub_to_ub_bytes_per_cycle": float,
+            "ub_to_gm_bytes_per_cycle": float, "ub_to_gm_atomic_bytes_per_cycle": float,
+            "ub_to_ub_bytes_per_cycle": float,
             "ub_to_l1_bytes_per_cycle": float, "l1_to_ub_bytes_per_cycle": float,
             "l1_to_l0a_bytes_per_cycle": float, "l1_to_l0b_bytes_per_cycle": float,
             "load3d_bytes_per_cycle": float, "l0c_to_ub_bytes_per_cycle": float,
@@ -54,6 +58,11 @@ NON_NEGATIVE = {"aiv_per_ai_core", "gm_latency_cycles", "head_cycles", "b32_cycl
                 "fixpipe_elements_per_cycle", "hf32_cycles_per_fractal", "hf32_mantissa_bits",
                 "cross_core_flag_cycles", "sync_all_cycles", "cross_core_flag_ids",
                 "local_move_startup_cycles"}
+# The least each buffer must hold for the shipped kernels' smallest tilings (assumed from
+# them: a 16 x 16 x 16 cube block double-buffered through L1/L0, a vector tile of a few
+# 32-byte blocks per queue plus the fp32 work tiles of the widest vector kernel).
+MIN_BUFFER_BYTES = {"ub_bytes": 16 * 1024, "l1_bytes": 64 * 1024, "l0a_bytes": 16 * 1024,
+                    "l0b_bytes": 16 * 1024, "l0c_bytes": 32 * 1024}
 PRODUCTS = ("atlas-training", "atlas-a2")
 TOPOLOGIES = ("coupled", "separated")
 COST_CLASSES = ("f16", "f32", "int")
@@ -129,8 +138,14 @@ def load_chip(name_or_path="atlas-a2") -> Chip:
     """Load and validate a chip model by name (``'atlas-a2'``) or path to a TOML file."""
     if isinstance(name_or_path, Chip):
         return name_or_path
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise ChipModelError(f"chip = {name_or_path!r}: a chip name ({', '.join(chips())}), "
+                             "a path to a .toml file or a Chip")
     text = str(name_or_path)
     path = Path(text)
+    if not text.strip() or path.is_dir():
+        raise ChipModelError(f"chip = {text!r} is {'a directory' if text.strip() else 'empty'}"
+                             f"; give a chip name ({', '.join(chips())}) or a .toml file")
     if not (text.endswith(".toml") or path.exists()):
         if text not in chips():
             raise NpusimError(f"unknown chip {text!r}; chips: {', '.join(chips())}")
@@ -157,6 +172,11 @@ def _load(path: str) -> Chip:
         raise ChipModelError(f"{path}: no such chip model file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ChipModelError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ChipModelError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                             "a chip model is a UTF-8 TOML file") from None
+    except OSError as exc:
+        raise ChipModelError(f"{path}: cannot be read: {exc.strerror}") from None
     sources = raw.pop("sources", None)
     if not isinstance(sources, dict):
         raise ChipModelError(f"{path}: missing [sources] table naming each number's source")
@@ -193,6 +213,8 @@ def _typed(path, where, value, typ):
     if typ is int and isinstance(value, bool) or not isinstance(value, typ):
         raise ChipModelError(f"{path}: {where} must be {typ.__name__}, got {value!r}")
     key = where.split(".")[-1]
+    if typ is float and not math.isfinite(value):
+        raise ChipModelError(f"{path}: {where} must be a finite number, got {value!r}")
     if typ in (int, float):
         low_ok = value >= 0 if key in NON_NEGATIVE else value > 0
         if not low_ok:
@@ -254,8 +276,9 @@ def _check_consistency(path: str, v: dict) -> None:
     if v["l2_bytes"] >= v["hbm_bytes"]:
         bad("l2_bytes", "L2 must be smaller than HBM")
     _check_buffers(bad, v)
+    _check_host(bad, v)
     _check_dtypes(bad, v)
-    _check_costs(bad, v)
+    _check_costs(path, v)
 
 
 def _check_buffers(bad, v):
@@ -269,6 +292,24 @@ def _check_buffers(bad, v):
         bad("repeat_bytes", "a vector repeat is 8 blocks")
     if v["l2_bytes"] % v["l2_line_bytes"]:
         bad("l2_bytes", f"not a multiple of l2_line_bytes = {v['l2_line_bytes']}")
+    for key, least in MIN_BUFFER_BYTES.items():
+        if v[key] < least:
+            bad(key, f"smaller than the {least} bytes the smallest tiling of npusim's kernels "
+                     "needs")
+
+
+def _check_host(bad, v):
+    """Every core's on-chip buffers are host byte arrays, and L2 residency a bit per line of
+    HBM: a model whose arrays exceed the host's memory is refused before numpy allocates."""
+    cores = v["ai_core_count"] * (1 + v["aiv_per_ai_core"])
+    host = host_memory_bytes()
+    for key in ("ub_bytes", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes",
+                "bias_table_bytes", "fixpipe_buffer_bytes"):
+        if v[key] * cores > host:
+            bad(key, f"{cores} cores x {v[key]} bytes is more than this host's {host} bytes of "
+                     "memory")
+    if v["l2_bytes"] > host:
+        bad("l2_bytes", f"more than this host's {host} bytes of memory")
 
 
 def _check_dtypes(bad, v):
@@ -284,13 +325,19 @@ def _check_dtypes(bad, v):
         bad("b32_cycles_per_fractal", "must be positive when the cube takes float32")
 
 
-def _check_costs(bad, v):
+def _check_costs(path, v):
+    """One message per bad entry, naming its key and value (never the whole table)."""
     for op, entry in v["cost"].items():
+        where = f"{path}: vector.cost.{op}"
         if not isinstance(entry, dict) or "f32" not in entry:
-            bad("cost", f"vector.cost.{op} needs at least an f32 entry")
+            raise ChipModelError(f"{where} = {entry!r}: needs at least an f32 entry, e.g. "
+                                 "{ f32 = [5.9, 2.1] }")
         for cls, pair in entry.items():
             if cls not in COST_CLASSES:
-                bad("cost", f"vector.cost.{op}.{cls}: class must be one of {COST_CLASSES}")
+                raise ChipModelError(f"{where}.{cls}: unknown class; allowed: "
+                                     f"{', '.join(COST_CLASSES)}")
             if (not isinstance(pair, list) or len(pair) != 2
-                    or any(not isinstance(x, (int, float)) or x < 0 for x in pair)):
-                bad("cost", f"vector.cost.{op}.{cls} must be [startup, slope] >= 0")
+                    or any(isinstance(x, bool) or not isinstance(x, int | float)
+                           or not math.isfinite(x) or x < 0 for x in pair)):
+                raise ChipModelError(f"{where}.{cls} = {pair!r}: must be [startup cycles, "
+                                     "cycles per repeat], two finite numbers >= 0")

@@ -40,3 +40,7 @@ class HazardError(NpusimError):
 
 class MemoryAccessError(NpusimError):
     """An access falls outside a GM tensor or an on-chip buffer."""
+
+
+class OutOfMemoryError(NpusimError):
+    """An operator's tensors and workspace do not fit the chip's HBM, or the host's memory."""

@@ -103,14 +103,31 @@ def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> 
         spec.used_bytes = kernel.pipe.used_bytes()
 
 
+def check_options(*, mode, numerics, trace, sanitize, jitter) -> None:
+    """NpusimError for a run option of the wrong kind, naming the value and what is allowed."""
+    if mode not in MODES:
+        raise NpusimError(f"mode {mode!r}: allowed {', '.join(MODES)}")
+    for name, value in (("numerics", numerics), ("trace", trace), ("sanitize", sanitize)):
+        if not isinstance(value, bool | np.bool_):
+            raise NpusimError(f"{name} = {value!r}: allowed True or False")
+    if jitter is None:
+        return
+    ok = isinstance(jitter, tuple | list) and len(jitter) == 2 and all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+        for v in jitter)
+    if not ok or not (float(jitter[0]).is_integer() and jitter[0] >= 0
+                      and 0 <= jitter[1] < float("inf")):
+        raise NpusimError(f"jitter = {jitter!r}: allowed None or (seed, max_cycles) with a "
+                          "non-negative integer seed and a finite max_cycles >= 0")
+
+
 def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
            mode: str = "timed", numerics: bool = True, trace: bool = True,
            sanitize: bool = True, jitter: tuple | None = None,
            tiling=None, workspace_bytes: int = 0) -> Result:
     """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)})."""
     chip = load_chip(chip)
-    if mode not in MODES:
-        raise NpusimError(f"mode {mode!r}: allowed {', '.join(MODES)}")
+    check_options(mode=mode, numerics=numerics, trace=trace, sanitize=sanitize, jitter=jitter)
     eager = kernel_cls.reads_data
     if eager and not numerics:
         raise NpusimError(f"{kernel_cls.__name__} reads data into its control flow: "
@@ -120,6 +137,7 @@ def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     core_type = kernel_cls.core_type if chip.separated else "aic"
     specs = core_layout(chip, core_type, block_dim)
     t0 = time.perf_counter()
+    gm.check_fits(chip)
     gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)

@@ -11,12 +11,22 @@ Modelled: addresses, sizes, alignment, bounds. Not modelled: UB bank conflicts, 
 non-coherent scalar data cache.
 """
 
+import os
+
 import numpy as np
 
 from npusim.dtypes import dtype_of
-from npusim.errors import MemoryAccessError
+from npusim.errors import MemoryAccessError, OutOfMemoryError
 
 GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this host: what the simulator's byte arrays can use at most."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
 
 
 class Buffer:
@@ -38,17 +48,37 @@ class GlobalMemory:
     name = "GM"
     core = "chip"
 
-    def __init__(self):
+    def __init__(self, hbm_bytes: int | None = None, chip_name: str = ""):
         self.allocations: list[tuple[str, int, int]] = []  # (name, addr, nbytes)
+        self.hbm_bytes, self.chip_name = hbm_bytes, chip_name
         self.size = 0
         self.data = np.zeros(0, np.uint8)
         self._pending: list = []  # (tensor, initial contents) copied in by load_inputs
 
     def alloc(self, name: str, nbytes: int) -> int:
         addr = self.size
+        size = addr + -(-max(nbytes, 1) // GM_ALIGN_BYTES) * GM_ALIGN_BYTES
+        self._check_fits(name, nbytes, size)
         self.allocations.append((name, addr, nbytes))
-        self.size = addr + -(-max(nbytes, 1) // GM_ALIGN_BYTES) * GM_ALIGN_BYTES
+        self.size = size
         return addr
+
+    def check_fits(self, chip) -> None:
+        """OutOfMemoryError unless every tensor allocated so far fits ``chip``'s HBM."""
+        self.hbm_bytes, self.chip_name = chip.hbm_bytes, chip.name
+        self._check_fits("", 0, self.size)
+
+    def _check_fits(self, name: str, nbytes: int, size: int) -> None:
+        what = f" (with {name!r}, {nbytes:,} bytes)" if name else ""
+        if self.hbm_bytes is not None and size > self.hbm_bytes:
+            raise OutOfMemoryError(f"the operator's tensors and workspace need {size:,} bytes of "
+                                   f"GM{what}; {self.chip_name or 'the chip'} has "
+                                   f"{self.hbm_bytes:,} bytes of HBM")
+        host = host_memory_bytes()
+        if size > host // 2:
+            raise OutOfMemoryError(f"the operator's tensors and workspace need {size:,} bytes"
+                                   f"{what}; the simulator keeps GM in host memory and this "
+                                   f"host has {host:,} bytes (at most half of it is used)")
 
     def materialize(self) -> None:
         """Create the byte array, or grow it (keeping its contents) for tensors added since."""

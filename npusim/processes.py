@@ -98,8 +98,7 @@ def _exec_end(engine, pipe, inst) -> float:
         dur += engine.jitter()
     end = start + dur
     if inst.touches_gm:
-        lo, hi = inst.gm_span()
-        end = max(end, engine.bw.transfer(start, lo, hi, inst.charged_bytes(chip),
+        end = max(end, engine.bw.transfer(start, inst.gm_blocks(), inst.charged_bytes(chip),
                                           inst.gm_write))
     return end
 

@@ -13,7 +13,7 @@ between kernels, and L2 contents carried from one kernel to the next (each start
 from collections import Counter
 
 from npusim.chip import load_chip
-from npusim.launch import launch
+from npusim.launch import check_options, launch
 from npusim.memory import GlobalMemory
 from npusim.result import Result
 from npusim.trace import Tracer
@@ -25,7 +25,9 @@ class OpRun:
     def __init__(self, chip, *, mode: str = "timed", numerics: bool = True, trace: bool = True,
                  sanitize: bool = True, jitter: tuple | None = None):
         self.chip = load_chip(chip)
-        self.gm = GlobalMemory()
+        check_options(mode=mode, numerics=numerics, trace=trace, sanitize=sanitize,
+                      jitter=jitter)
+        self.gm = GlobalMemory(self.chip.hbm_bytes, self.chip.name)
         self.mode, self.numerics = mode, numerics
         self.options = dict(trace=trace, sanitize=sanitize, jitter=jitter)
         self.parts: list[tuple[str, Result]] = []

@@ -27,6 +27,10 @@ def write_chrome_trace(result, path) -> str:
     labels = result.stats.get("core_labels") or []
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        from npusim.errors import NpusimError
+        raise NpusimError(f"cannot write the trace to {path}: the folder {folder} does not "
+                          "exist")
     fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as f:
@@ -49,13 +53,16 @@ def write_chrome_trace(result, path) -> str:
 def _events(tracer, labels, us, result):
     cores = sorted({r[0] for r in tracer.records} | {m[0] for m in tracer.marks})
     gm_pid = (max(cores) + 1) if cores else 0
+    core_pipes = result.stats.get("core_pipes") or {}
     for c in cores:
         name = labels[c] if c < len(labels) else f"core{c}"
         yield _meta("process_name", c, None, name)
         yield _meta("process_sort_index", c, None, c)
+        has = set(core_pipes.get(name, PIPE_ORDER))   # a lane for each pipe the core has
         for t, pipe in enumerate(PIPE_ORDER):
-            yield _meta("thread_name", c, t, f"PIPE-{pipe}")
-            yield _meta("thread_sort_index", c, t, t)
+            if pipe in has:
+                yield _meta("thread_name", c, t, f"PIPE-{pipe}")
+                yield _meta("thread_sort_index", c, t, t)
     yield _meta("process_name", gm_pid, None, "GM")
     tid = {p: i for i, p in enumerate(PIPE_ORDER)}
     flows = _flow_pairs(tracer.records)
@@ -64,9 +71,10 @@ def _events(tracer, labels, us, result):
         extra = _json_items(inst.operands())
         args = (f'"issue_cycle": {issue:.2f}, "start_cycle": {start:.2f}, "end_cycle": {end:.2f}'
                 + (f', "bytes": {nbytes}' if nbytes else "") + (", " + extra if extra else ""))
+        ts, te = round(start * us, 6), round(end * us, 6)   # the end rounded once: a slice
         yield (f'{{"ph": "X", "name": "{inst.name}", "cat": "{inst.kind}", "pid": {core}, '
-               f'"tid": {tid[pipe]}, "ts": {start * us:.6f}, "dur": {(end - start) * us:.6f}, '
-               f'"args": {{{args}}}}}')
+               f'"tid": {tid[pipe]}, "ts": {ts:.6f}, "dur": {te - ts:.6f}, '   # ends where
+               f'"args": {{{args}}}}}')                                         # the next starts
         if n in flows:
             ph, fid = flows[n]
             ts = (end if ph == "s" else end) * us

@@ -98,10 +98,10 @@ def silu_backward_tiling(chip, total: int, dtype, overrides: dict | None = None)
         raise TilingError(f"{OP}: tiling {key} is derived from the shape and block_dim; "
                           "override block_dim, tile_length or buffer_num")
     tiling = override(tiling, overrides, OP)
-    _validate(chip, tiling, item, blocks)
-    if "buffer_num" in overrides and "tile_length" not in overrides:
+    if "tile_length" not in overrides and tiling.buffer_num in (1, 2):   # derive, then validate
         tiling = override(tiling, {"tile_length": max_tile_length(chip, item,
                                                                   tiling.buffer_num)}, OP)
+    _validate(chip, tiling, item, blocks)
     return override(tiling, _split(total, item, tiling.block_dim, chip.block_bytes), OP)
 
 

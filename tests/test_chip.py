@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import npusim
@@ -111,3 +112,67 @@ def _raises(fn) -> str:
     with pytest.raises(NpusimError) as info:
         fn()
     return str(info.value)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("clock_hz = 1.8e9", "clock_hz = nan"), r"chip\.clock_hz must be a finite"),
+    (lambda t: t.replace("clock_hz = 1.8e9", "clock_hz = inf"), r"chip\.clock_hz must be a finite"),
+    (lambda t: t.replace("hbm_bytes_per_s = 1.6e12", "hbm_bytes_per_s = inf"),
+     r"memory\.hbm_bytes_per_s must be a finite"),
+    (lambda t: t.replace("gm_to_ub_bytes_per_cycle = 58.6", "gm_to_ub_bytes_per_cycle = nan"),
+     r"mte\.gm_to_ub_bytes_per_cycle must be a finite"),
+    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [nan, 2.07]"),
+     r"vector\.cost\.add\.f16 = \[nan, 2\.07\]"),
+    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [5.93, inf]"),
+     r"vector\.cost\.add\.f16 = \[5\.93, inf\]"),
+    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", 'add = { f16 = [5.93, "x"]'),
+     r"vector\.cost\.add\.f16 = \[5\.93, 'x'\]: must be"),
+    (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1024"), r"ub_bytes .* smallest tiling"),
+    (lambda t: t.replace("l1_bytes = 524288", "l1_bytes = 4096"), r"l1_bytes .* smallest tiling"),
+    (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1099511627776"),
+     r"ub_bytes .* more than this host"),
+])
+def test_non_finite_tiny_or_huge_values_are_refused(tmp_path, edit, message):
+    path = write(tmp_path, edit(A2))
+    with pytest.raises(ChipModelError, match=message) as info:
+        npusim.load_chip(path)
+    assert str(path.resolve()) in str(info.value)
+    assert len(str(info.value).splitlines()) == 1
+
+
+def test_a_bad_cost_entry_names_the_key_not_the_whole_table(tmp_path):
+    path = write(tmp_path, A2.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [-1, 2.07]"))
+    message = _raises(lambda: npusim.load_chip(path))
+    assert "vector.cost.add.f16 = [-1, 2.07]" in message
+    assert "exp" not in message and len(message) < 300
+
+
+def test_non_utf8_file_is_refused(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(A2.replace("# ", "# caf\xe9 ", 1).encode("latin-1"))
+    with pytest.raises(ChipModelError, match="not UTF-8"):
+        npusim.load_chip(path)
+
+
+@pytest.mark.parametrize("chip", ["", "   ", ".", 3.5, None])
+def test_empty_directory_or_odd_chip_arguments_are_refused(chip):
+    with pytest.raises(ChipModelError, match="chip"):
+        npusim.load_chip(chip)
+
+
+def test_an_operator_whose_tensors_exceed_hbm_names_both_sizes(tmp_path):
+    small = A2.replace("hbm_bytes = 68719476736", "hbm_bytes = 1048576").replace(
+        "l2_bytes = 201326592", "l2_bytes = 524288")
+    path = write(tmp_path, small)
+    x = np.zeros(1 << 18, np.float16)           # 512 KiB each: with gradInput, 1.5 MiB of GM
+    with pytest.raises(npusim.OutOfMemoryError,
+                       match=r"1,5\d\d,\d{3} bytes .* 1,048,576 bytes of HBM"):
+        npusim.ops.silu_backward(x, x, chip=path)
+
+
+def test_an_input_larger_than_the_host_is_refused_before_allocating():
+    from npusim.memory import host_memory_bytes
+    n = host_memory_bytes() // 2 + 1
+    huge = np.broadcast_to(np.zeros(1, np.float16), (n,))   # no memory until made contiguous
+    with pytest.raises(npusim.OutOfMemoryError, match="host"):
+        npusim.ops.silu_backward(huge, huge, chip="atlas-a2", mode="functional")

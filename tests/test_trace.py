@@ -29,7 +29,7 @@ def test_trace_file_grows_linearly(tmp_path):
 
 def test_unwritable_trace_path_is_an_error_and_leaves_nothing(tmp_path):
     r, _ = run_copy(block_dim=1, tiles=2)
-    with pytest.raises(OSError):
+    with pytest.raises(NpusimError, match=r"the folder .*missing-dir does not exist"):
         r.write_trace(tmp_path / "missing-dir" / "t.json")
     assert list(tmp_path.iterdir()) == []
 

@@ -18,6 +18,10 @@ def check_trace(result, path) -> dict:
     core_names = {v for (pid, tid), v in names.items() if tid is None} - {"GM"}
     assert core_names == labels, (core_names, labels)
     assert {v for (pid, tid), v in names.items() if tid is not None} <= PIPE_NAMES
+    pids = {v: pid for (pid, tid), v in names.items() if tid is None}
+    for label, pipes in result.stats["core_pipes"].items():   # lanes: the pipes a core has
+        lanes = {v for (pid, tid), v in names.items() if pid == pids[label] and tid is not None}
+        assert lanes == {f"PIPE-{p}" for p in pipes}, (label, lanes, pipes)
     slices = [e for e in events if e["ph"] == "X"]
     assert slices, "no instruction slices"
     by_thread = defaultdict(list)
@@ -26,11 +30,11 @@ def check_trace(result, path) -> dict:
             assert key in e, (key, e)
         assert e["dur"] >= 0
         by_thread[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
-    tol = 2.5e-6  # ts and dur are each rounded to 1e-6 us in the file
-    for spans in by_thread.values():
+    for spans in by_thread.values():   # ends rounded once, so no slice overlaps the next
         spans.sort()
         for (a0, a1), (b0, _) in zip(spans, spans[1:], strict=False):
-            assert b0 >= a1 - tol, f"overlapping slices on one pipe: {a0}-{a1} and {b0}"
+            assert round(b0, 6) >= round(a1, 6), f"overlapping slices on one pipe: {a0}-{a1} " \
+                f"and {b0}"
     end = max(e["ts"] + e["dur"] for e in slices)
     assert abs(end - result.time_us) <= 1e-3 + 1e-6 * result.time_us, (end, result.time_us)
     counters = {e["name"] for e in events if e["ph"] == "C"}

@@ -24,7 +24,12 @@ ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE = "float32", "float16", "bfloat16",
 ACL_INT8, ACL_INT32, ACL_INT64, ACL_UINT8, ACL_BOOL = "int8", "int32", "int64", "uint8", "bool"
 ACL_FORMAT_ND = 2
 ACL_MEM_MALLOC_HUGE_FIRST = 0
-ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST = 1, 2
+ACL_MEMCPY_HOST_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE = 0, 1    # aclrtMemcpyKind, as in acl_rt.h
+ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_DEVICE_TO_DEVICE = 2, 3
+MEMCPY_KINDS = {0: "ACL_MEMCPY_HOST_TO_HOST", 1: "ACL_MEMCPY_HOST_TO_DEVICE",
+                2: "ACL_MEMCPY_DEVICE_TO_HOST", 3: "ACL_MEMCPY_DEVICE_TO_DEVICE"}
+ACL_ERROR_INVALID_PARAM = 100000          # acl_base.h: a runtime call's parameter is invalid
+ACL_ERROR_RT_MEMORY_ALLOCATION = 207001   # acl_base.h: device memory could not be allocated
 ACLNN_ERR_PARAM_NULLPTR = ACLNN_ERR_PARAM_NULLPTR
 ACLNN_ERR_PARAM_INVALID = ACLNN_ERR_PARAM_INVALID
 
@@ -32,7 +37,9 @@ __all__ = [
     "ACL_SUCCESS", "ACLNN_ERR_INNER", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID",
     "ACL_FLOAT", "ACL_FLOAT16", "ACL_BF16", "ACL_DOUBLE", "ACL_INT8", "ACL_INT32", "ACL_INT64",
     "ACL_UINT8", "ACL_BOOL", "ACL_FORMAT_ND", "ACL_MEM_MALLOC_HUGE_FIRST",
-    "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST", "Tensor", "Stream", "Executor",
+    "ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST",
+    "ACL_MEMCPY_DEVICE_TO_DEVICE", "ACL_ERROR_INVALID_PARAM", "ACL_ERROR_RT_MEMORY_ALLOCATION",
+    "Tensor", "Stream", "Executor",
     "aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtCreateStream",
     "aclrtDestroyStream", "aclrtSynchronizeStream", "aclrtMalloc", "aclrtFree", "aclrtMemcpy",
     "aclCreateTensor", "aclDestroyTensor", "aclGetRecentErrMsg",
@@ -123,10 +130,19 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
 
 
 def aclrtMalloc(size: int, policy: int = ACL_MEM_MALLOC_HUGE_FIRST) -> tuple[int, np.ndarray]:
-    """(status, device memory of ``size`` bytes)."""
-    if not isinstance(size, int | np.integer) or size < 0:
-        message = f"aclrtMalloc: size {size!r} is not a byte count"
-        return _fail(ACLNN_ERR_PARAM_INVALID, message), None
+    """(status, device memory of ``size`` bytes); more than the chip's HBM, or than this host
+    can hold, is ACL_ERROR_RT_MEMORY_ALLOCATION and no memory."""
+    from npusim.chip import load_chip
+    from npusim.memory import host_memory_bytes
+
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
+        message = f"aclrtMalloc: size {size!r} is not a byte count (an integer >= 0)"
+        return _fail(ACL_ERROR_INVALID_PARAM, message), None
+    chip, host = load_chip(_state["chip"]), host_memory_bytes()
+    if size > chip.hbm_bytes or size > host // 2:
+        return _fail(ACL_ERROR_RT_MEMORY_ALLOCATION, f"aclrtMalloc: {int(size):,} bytes; "
+                     f"{chip.name} has {chip.hbm_bytes:,} bytes of HBM and the simulator keeps "
+                     f"device memory in host memory ({host:,} bytes, at most half used)"), None
     return ACL_SUCCESS, np.zeros(int(size), np.uint8)
 
 
@@ -136,6 +152,16 @@ def aclrtFree(ptr) -> int:
 
 def aclrtMemcpy(dst, dst_max: int, src, count: int, kind: int) -> int:
     """Copy ``count`` bytes from ``src`` to ``dst`` (numpy arrays, host or device)."""
+    if isinstance(kind, bool) or kind not in MEMCPY_KINDS:
+        return _fail(ACL_ERROR_INVALID_PARAM, f"aclrtMemcpy: kind {kind!r} is not an "
+                     f"aclrtMemcpyKind; allowed: " + ", ".join(f"{v} ({k})" for k, v in
+                                                              MEMCPY_KINDS.items()))
+    if not isinstance(dst, np.ndarray) or not isinstance(src, np.ndarray):
+        return _fail(ACL_ERROR_INVALID_PARAM, f"aclrtMemcpy: dst and src must be memory (numpy "
+                     f"arrays); got {type(dst).__name__} and {type(src).__name__}")
+    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        return _fail(ACL_ERROR_INVALID_PARAM, f"aclrtMemcpy: count {count!r} is not a byte "
+                     "count (an integer >= 0)")
     src_bytes = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
     if count > dst_max or count > src_bytes.size or count > dst.nbytes:
         return _fail(ACLNN_ERR_PARAM_INVALID, f"aclrtMemcpy: {count} bytes do not fit "
@@ -150,9 +176,16 @@ def aclCreateTensor(view_dims, data_type, stride, offset: int, fmt: int, storage
     element strides ``stride`` from element ``offset``; None (with a message) if it does not fit."""
     try:
         dt = dtype_of(data_type)
+        if not isinstance(tensor_data, np.ndarray):
+            raise NpusimError(f"aclCreateTensor: tensor_data is a {type(tensor_data).__name__}, "
+                              "not device memory from aclrtMalloc")
         flat = tensor_data.reshape(-1).view(np.uint8)[offset * dt.itemsize:].view(dt)
         shape = tuple(int(d) for d in view_dims)
         strides = tuple(int(s) for s in (stride if stride is not None else _c_strides(shape)))
+        if len(strides) != len(shape) or any(n < 0 for n in shape):
+            raise NpusimError(f"aclCreateTensor: view_dims {list(shape)} and strides "
+                              f"{list(strides)}: one non-negative dimension and one stride "
+                              "per dimension")
         reach = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if n > 0)
         if any(n == 0 for n in shape):
             reach = -1
@@ -160,8 +193,11 @@ def aclCreateTensor(view_dims, data_type, stride, offset: int, fmt: int, storage
             raise NpusimError(f"aclCreateTensor: shape {shape} with strides {strides} reaches "
                               f"element {reach}; the memory holds {flat.size}")
         view = np.lib.stride_tricks.as_strided(flat, shape, [s * dt.itemsize for s in strides])
-    except (NpusimError, ValueError) as exc:
-        _fail(ACLNN_ERR_PARAM_INVALID, str(exc))
+    except (NpusimError, ValueError, TypeError) as exc:
+        message = str(exc) if isinstance(exc, NpusimError) else (
+            f"aclCreateTensor: view_dims {view_dims!r}, data_type {data_type!r}, stride "
+            f"{stride!r}, offset {offset!r}: {exc}")
+        _fail(ACLNN_ERR_PARAM_INVALID, message)
         return None
     return Tensor(view)
 

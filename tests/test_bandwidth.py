@@ -1,0 +1,66 @@
+"""HBM and L2 accounting of strided GM reads: a read marks resident only the L2 lines its blocks
+touch, so a later read of the gaps misses to HBM (it used to mark the whole span resident and
+count the gaps as L2 hits of data that never came from HBM)."""
+
+import numpy as np
+import pytest
+
+from npusim import load_chip
+from npusim.bandwidth import GmBandwidth
+from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, data_copy
+from npusim.launch import launch
+from npusim.memory import GlobalMemory
+
+SPAN, STRIDE, BLOCK, READS = 256 * 1024, 4096, 32, 64
+
+
+class StridedReads(Kernel):
+    """``READS`` reads of SPAN / STRIDE blocks of 32 B, STRIDE apart, each shifted 32 B."""
+
+    def init(self, x):
+        self.x = x
+        self.que = TQue(TPosition.VECIN, 1, name="inQueue")
+        self.pipe.init_buffer(self.que, 1, SPAN // STRIDE * BLOCK)
+
+    def process(self):
+        per = BLOCK // self.x.dtype.itemsize
+        for i in range(READS):
+            t = self.que.alloc_tensor(self.x.dtype)
+            data_copy(t, self.x[i * per], DataCopyParams(
+                block_count=SPAN // STRIDE, block_len=1, src_stride=STRIDE // BLOCK - 1))
+            self.que.enque(t)
+            self.que.free_tensor(self.que.deque())
+
+
+@pytest.mark.parametrize("chip_name", ["atlas-a2", "atlas-training"])
+def test_strided_reads_pay_hbm_for_every_line_they_touch(chip_name):
+    chip = load_chip(chip_name)
+    gm = GlobalMemory()
+    x = gm.tensor("x", np.float16, SPAN, np.zeros(SPAN, np.float16))
+    r = launch(StridedReads, chip=chip, block_dim=1, gm=gm, args=dict(x=x), outputs={})
+    line = chip.l2_line_bytes
+    lines = SPAN // STRIDE * (READS * BLOCK // line)   # distinct lines the reads touch
+    charged = READS * SPAN // STRIDE * max(BLOCK, chip.gm_burst_bytes)  # whole bursts
+    assert r.stats["gm"]["hbm_bytes"] == lines * line
+    assert r.stats["gm"]["l2_hit_bytes"] == charged - lines * line
+
+
+def test_a_read_of_the_gaps_misses():
+    chip = load_chip("atlas-a2")
+    bw = GmBandwidth(chip, 1 << 20)
+    line = chip.l2_line_bytes
+    bw.transfer(0.0, [(0, 16, line, 4 * line)], 16 * line, False)
+    assert bw.hbm_bytes == 16 * line and bw.l2_hit_bytes == 0
+    bw.transfer(0.0, [(line, 16, line, 4 * line)], 16 * line, False)   # the gaps: all miss
+    assert bw.hbm_bytes == 32 * line and bw.l2_hit_bytes == 0
+    bw.transfer(0.0, [(0, 1, 2 * line, 2 * line)], 2 * line, False)    # lines 0 and 1: hits
+    assert bw.hbm_bytes == 32 * line and bw.l2_hit_bytes == 2 * line
+
+
+def test_a_dense_read_after_a_strided_one_pays_only_for_the_gaps():
+    chip = load_chip("atlas-a2")
+    bw = GmBandwidth(chip, 1 << 20)
+    line = chip.l2_line_bytes
+    bw.transfer(0.0, [(0, 8, line, 2 * line)], 8 * line, False)
+    bw.transfer(0.0, [(0, 1, 16 * line, 16 * line)], 16 * line, False)
+    assert bw.hbm_bytes == 16 * line and bw.l2_hit_bytes == 8 * line
