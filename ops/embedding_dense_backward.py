@@ -30,6 +30,7 @@ from npusim.ops.contiguous import to_gm
 from npusim.ops.embedding_args import OP, cast_indices, check_embedding_dense_backward, index_kind
 from npusim.ops.embedding_aux import launch_cast, launch_zeros
 from npusim.ops.embedding_scale import ScaleKernel
+from npusim.ops.embedding_small_dim import SmallDimKernel
 from npusim.ops.embedding_tiling import embedding_tiling
 from npusim.ops.embedding_v1 import V1Kernel, V1ScaleKernel
 from npusim.ops.embedding_v2 import DeterministicKernel, SortedKernel
@@ -127,8 +128,6 @@ class _Plan:
                        args=dict(grad=grad, indices=idx, out=out, tiling=t, padding_idx=pad))
             return
         if t.variant == "small_dim":
-            from npusim.ops.embedding_small_dim import SmallDimKernel
-
             run.launch(SmallDimKernel, block_dim=t.block_dim, name="EmbeddingDenseGradV2",
                        args=dict(grad=grad, indices=idx, out=out, counts=counts, tiling=t,
                                  padding_idx=pad))

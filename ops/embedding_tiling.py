@@ -122,6 +122,10 @@ def _check_variant(chip, t, dim) -> None:
     if t.variant == "small_dim" and dim > SMALL_DIM_MAX:
         raise TilingError(f"{OP}: tiling variant = 'small_dim' needs an embedding dim of at "
                           f"most {SMALL_DIM_MAX}; this one is {dim}")
+    if t.variant == "small_dim" and t.num_weights > SMALL_DIM_WEIGHTS:
+        raise TilingError(f"{OP}: tiling variant = 'small_dim' sorts indices as fp32, exact "
+                          f"only for numWeights <= {SMALL_DIM_WEIGHTS}; this one is "
+                          f"{t.num_weights}")
 
 
 def _derive(chip, t, overrides: dict, index_bytes: int):
