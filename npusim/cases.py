@@ -54,8 +54,9 @@ class OpCase:
     golden_options: Callable | None = None   # (result, args, kwargs) -> what the run chose
     tiling_help: str = ""     # the tiling fields a user may override, for --help
     notes: str = ""
-    atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order: the
-    #                              report checks them within a summation-order bound, not bit for bit
+    examples: tuple = ()      # more argument lines for --help's examples
+    atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order:
+    #                              checked within a summation-order bound, not bit for bit
 
     def available(self) -> bool:
         """True when ``npusim.ops`` has the operator."""
@@ -113,15 +114,15 @@ def parse_dtype(text: str, case: OpCase) -> str:
 
 
 def parse_ints(text: str) -> tuple:
-    """``"1"`` -> (1, 1) and ``"2,1"`` -> (2, 1): a pair of non-negative integers."""
+    """``"1"`` -> (1,) and ``"2,1"`` -> (2, 1): one value for every spatial dimension, or one
+    per dimension (up to 4: the 2-D padding's top, bottom, left, right form)."""
     try:
         values = tuple(int(v) for v in str(text).split(","))
     except ValueError:
         values = ()
-    if len(values) == 1:
-        values *= 2
-    if len(values) != 2 or min(values) < 0:
-        raise ValueError("one or two non-negative integers, e.g. 1 or 2,1")
+    if not 1 <= len(values) <= 4 or min(values) < 0:
+        raise ValueError("one non-negative integer, or one per spatial dimension, e.g. 1 or "
+                         "2,1")
     return values
 
 
@@ -176,19 +177,27 @@ SILU = OpCase(
 # --- ConvolutionBackward ------------------------------------------------------------------
 
 def _weight_shape(text):
-    dims = tuple(int(v) for v in str(text).lower().split("x"))
-    if len(dims) not in (3, 4) or min(dims) < 1:
-        raise ValueError("out_channels x kH x kW (or the full 4-D weight shape), e.g. 64x3x3")
+    try:
+        dims = tuple(int(v) for v in str(text).lower().replace("×", "x").split("x"))
+    except ValueError:
+        dims = ()
+    if not 2 <= len(dims) <= 5 or min(dims) < 1:
+        raise ValueError("Cout x k (the kernel size in every spatial dimension), Cout x kH x kW "
+                         "(one size per dimension) or the full weight shape, e.g. 64x3 or 64x3x3")
     return dims
 
 
 CONV_PARAMS = (
-    Param(name="weight", parse=_weight_shape, default="64x3x3",
-          help="Cout x kH x kW: output channels and kernel size (in channels follow from "
-               "--shape and groups), or the full 4-D weight shape"),
-    Param(name="stride", parse=parse_ints, default="1", help="stride, one value or h,w"),
-    Param(name="padding", parse=parse_ints, default="1", help="padding, one value or h,w"),
-    Param(name="dilation", parse=parse_ints, default="1", help="dilation, one value or h,w"),
+    Param(name="weight", parse=_weight_shape, default="64x3",
+          help="Cout x k: output channels and a kernel size for every spatial dimension; or "
+               "Cout x kH x kW (1-D: Cout x kL, 3-D: Cout x kD x kH x kW); or the full weight "
+               "shape. In channels follow from --shape and groups"),
+    Param(name="stride", parse=parse_ints, default="1",
+          help="stride, one value or one per spatial dimension (h,w)"),
+    Param(name="padding", parse=parse_ints, default="1",
+          help="padding, one value, one per spatial dimension, or top,bottom,left,right (2-D)"),
+    Param(name="dilation", parse=parse_ints, default="1",
+          help="dilation, one value or one per spatial dimension"),
     Param(name="groups", parse=int, default="1", help="channel groups"),
     Param(name="transposed", parse=parse_bool, default="false",
           help="the forward was a transposed convolution"),
@@ -201,41 +210,70 @@ CONV_PARAMS = (
 )
 
 
+def _per_dim(name: str, values: tuple, nsp: int, pad4: bool = False) -> tuple:
+    """One value per spatial dimension from one value or one each (or 2-D padding's four)."""
+    if len(values) == 1:
+        return values * nsp
+    if len(values) == nsp or pad4 and nsp == 2 and len(values) == 4:
+        return values
+    raise NpusimError(f"convolution_backward: {name}={','.join(map(str, values))}: one value "
+                      f"or {nsp} (one per spatial dimension of a {nsp}-D convolution)")
+
+
+def _kernel(params, c: int, nsp: int) -> tuple:
+    """The full weight shape from the weight parameter (see its help)."""
+    g, dims = max(params["groups"], 1), params["weight"]
+    if len(dims) == nsp + 2:
+        return dims
+    if len(dims) not in (2, nsp + 1):
+        raise NpusimError(f"convolution_backward: weight={'x'.join(map(str, dims))} for a "
+                          f"{nsp}-D convolution: Cout x k, Cout x {nsp} kernel sizes, or the "
+                          f"full {nsp + 2}-D weight shape")
+    cout, ks = dims[0], dims[1:] * nsp if len(dims) == 2 else dims[1:]
+    return (c, cout // g, *ks) if params["transposed"] else (cout, c // g, *ks)
+
+
 def conv_geometry(shape, params):
-    """(weight shape, gradOutput shape) of a 2-D convolution with input ``shape`` NCHW."""
-    if len(shape) != 4:
-        raise NpusimError(f"convolution_backward: --shape is the input N x C x H x W, "
-                          f"got {len(shape)} dimensions")
-    n, c, h, w = shape
-    g = params["groups"]
-    wdims = params["weight"]
-    if len(wdims) == 3:
-        cout, kh, kw = wdims
-        wdims = (c, cout // max(g, 1), kh, kw) if params["transposed"] else \
-            (cout, c // max(g, 1), kh, kw)
-    (sh, sw), (ph, pw), (dh, dw) = params["stride"], params["padding"], params["dilation"]
-    kh, kw = wdims[2], wdims[3]
+    """(weight shape, gradOutput shape) of a 1-D, 2-D or 3-D convolution with input ``shape``
+    N x C x spatial dims."""
+    if len(shape) not in (3, 4, 5):
+        raise NpusimError(f"convolution_backward: --shape is the input N x C x L (1-D), "
+                          f"N x C x H x W (2-D) or N x C x D x H x W (3-D); got {len(shape)} "
+                          "dimensions")
+    n, c, *sp = shape
+    nsp = len(sp)
+    wdims = _kernel(params, c, nsp)
+    stride, dil = _per_dim("stride", params["stride"], nsp), _per_dim("dilation",
+                                                                       params["dilation"], nsp)
+    pads = _per_dim("padding", params["padding"], nsp, pad4=True)
+    lo, hi = (pads[0::2], pads[1::2]) if len(pads) == 2 * nsp != nsp else (pads, pads)
+    ks = wdims[2:]
     if params["transposed"]:
-        oph, opw = params["output_padding"]
-        ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
-        wo = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
-        cout = wdims[1] * g
+        op = _per_dim("output_padding", params["output_padding"], nsp)
+        out = [(sp[i] - 1) * stride[i] - lo[i] - hi[i] + dil[i] * (ks[i] - 1) + op[i] + 1
+               for i in range(nsp)]
+        cout = wdims[1] * max(params["groups"], 1)
     else:
-        ho = (h + 2 * ph - dh * (kh - 1) - 1) // max(sh, 1) + 1
-        wo = (w + 2 * pw - dw * (kw - 1) - 1) // max(sw, 1) + 1
+        out = [(sp[i] + lo[i] + hi[i] - dil[i] * (ks[i] - 1) - 1) // max(stride[i], 1) + 1
+               for i in range(nsp)]
         cout = wdims[0]
-    if ho < 1 or wo < 1:
-        raise NpusimError(f"convolution_backward: input {shape} with kernel {kh}x{kw} gives an "
-                          f"empty output ({ho}x{wo})")
-    return wdims, (n, cout, ho, wo)
+    if min(out) < 1:
+        raise NpusimError(f"convolution_backward: input {shape} with kernel "
+                          f"{'x'.join(map(str, ks))} gives an empty output "
+                          f"({'x'.join(map(str, out))})")
+    return wdims, (n, cout, *out)
 
 
 def _conv_make(shape, dtype, params, rng):
     wshape, gshape = conv_geometry(shape, params)
     x, weight = random_array(rng, shape, dtype), random_array(rng, wshape, dtype)
     dy = random_array(rng, gshape, dtype)
-    kwargs = {k: params[k] for k in ("stride", "padding", "dilation", "groups", "transposed",
-                                     "output_padding", "output_mask", "cube_math_type")}
+    nsp = len(shape) - 2
+    kwargs = {k: params[k] for k in ("groups", "transposed", "output_mask", "cube_math_type")}
+    kwargs.update(stride=_per_dim("stride", params["stride"], nsp),
+                  padding=_per_dim("padding", params["padding"], nsp, pad4=True),
+                  dilation=_per_dim("dilation", params["dilation"], nsp),
+                  output_padding=_per_dim("output_padding", params["output_padding"], nsp))
     kwargs["bias_sizes"] = (gshape[1],)
     return (dy, x, weight), kwargs
 
@@ -260,19 +298,32 @@ def _conv_flops(args, kwargs):
     (gradInput and gradWeight), plus one add per gradOutput element for gradBias."""
     dy, x, weight = args
     side = x if kwargs["transposed"] else dy
-    macs = side.shape[0] * side.shape[2] * side.shape[3] * weight.size
+    macs = side.shape[0] * int(np.prod(side.shape[2:])) * weight.size
     mask = kwargs["output_mask"]
     return 2 * macs * (int(mask[0]) + int(mask[1])) + (dy.size if mask[2] else 0)
 
 
 CONVOLUTION = OpCase(
     name="convolution_backward", aclnn="aclnnConvolutionBackward",
-    summary="gradInput, gradWeight, gradBias of a 2-D convolution",
-    shape_help="the forward input N x C x H x W (gradOutput and weight follow from the params)",
+    summary="gradInput, gradWeight, gradBias of a 1-D, 2-D or 3-D convolution (3-D on Atlas "
+            "A2 only)",
+    shape_help="the forward input: N x C x L (1-D), N x C x H x W (2-D) or N x C x D x H x W "
+               "(3-D); gradOutput and weight follow from the params",
     default_shape=(8, 64, 56, 56), demo_shape=(4, 64, 28, 28), quick_shape=(1, 16, 8, 8),
     dtypes=("float16", "float32", "bfloat16"), unit="cube",
     make=_conv_make, flops=_conv_flops, params=CONV_PARAMS,
     golden_options=_conv_golden_options,
+    examples=("--shape 2x3x224x224 --param weight=64x7 --param padding=3 --param stride=2",
+              "--shape 8x256x56 --param weight=256x5 --param padding=2   (1-D)",
+              "--shape 1x16x8x16x16 --param weight=32x3 --chip atlas-a2   (3-D)",
+              "--shape 4x64x28x28 --tiling base_n=64 --tiling dw_k_parts=2"),
+    tiling_help="base_m, base_n, base_k (the cube base block: GEMM rows, columns, K per L0 "
+                "tile), dx_step_k1 (gradOutput channel blocks per dx L1 chunk), dw_step_k "
+                "(grad positions per dw L1 chunk), l1_buffers / l0_buffers (1 or 2: double "
+                "buffering), dx_block_dim / dw_block_dim (cube cores), dw_k_parts (parts K of "
+                "dw is split into, added atomically), deterministic (dw parts summed in a fixed "
+                "order instead), bias_block_dim, bias_tile (the gradBias ReduceSum). Fields not "
+                "given are derived to fit.",
     notes="Cube work: the roofline is the larger of the flops over the cube peak and the bytes "
           "over the HBM bandwidth.")
 
@@ -346,7 +397,102 @@ MOE_TOKEN_PERMUTE_GRAD = OpCase(
           "written once, so the roofline is those bytes over the HBM bandwidth. TFLOPS counts "
           "the fp32 adds. Atlas A2 only.")
 
-CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD)}
+# --- EmbeddingDenseBackward --------------------------------------------------------------
+
+EMB_ZIPF_EXPONENT = 1.1   # indices=zipf: row r of a random ranking drawn with weight 1 / r**1.1
+EMB_INDEX_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool", "float32", "float16",
+                    "float64")
+
+
+def _emb_choice(allowed):
+    def parse(text):
+        if text not in allowed:
+            raise ValueError(f"one of {', '.join(allowed)}")
+        return text
+    return parse
+
+
+def _emb_variant(text):
+    return None if text in ("", "default") else _emb_choice(
+        ("sorted", "deterministic", "small_dim", "v1"))(text)
+
+
+EMB_PARAMS = (
+    Param(name="num_weights", parse=int, default="32000", help="numWeights: rows of out"),
+    Param(name="padding_idx", parse=int, default="-1",
+          help="paddingIdx: rows with this index are skipped (negative: none)"),
+    Param(name="scale_grad_by_freq", parse=parse_bool, default="false",
+          help="divide each out row by how often its index occurs"),
+    Param(name="indices", parse=_emb_choice(("uniform", "zipf")), default="uniform",
+          help="index distribution: uniform over numWeights, or zipf (a few hot rows take "
+               "most tokens: long runs of one index)"),
+    Param(name="index_dtype", parse=_emb_choice(EMB_INDEX_DTYPES), default="int64",
+          help="dtype of indices (cast to int32 as aclnn casts it)"),
+    Param(name="variant", parse=_emb_variant, default="default",
+          help="the kernel: default (as CANN chooses), sorted, deterministic, small_dim "
+               "(Atlas A2), v1 (Atlas training)"),
+)
+
+
+def emb_indices(rng, count: int, num_weights: int, kind: str) -> np.ndarray:
+    """``count`` indices in [0, num_weights): uniform, or Zipf-ranked over a random order."""
+    if kind == "uniform":
+        return rng.integers(0, num_weights, count)
+    ranks = (rng.zipf(EMB_ZIPF_EXPONENT, count) - 1) % num_weights
+    return rng.permutation(num_weights)[ranks]
+
+
+def _emb_make(shape, dtype, params, rng):
+    if len(shape) < 2:
+        raise NpusimError("embedding_dense_backward: --shape is TOKENS x DIM (or more leading "
+                          f"dims), got {len(shape)} dimension")
+    nw = params["num_weights"]
+    if nw < 1:
+        raise NpusimError(f"embedding_dense_backward: num_weights = {nw}: must be at least 1")
+    if nw * shape[-1] > MAX_ELEMENTS * 4:
+        raise NpusimError(f"embedding_dense_backward: out would have {nw * shape[-1]:,} "
+                          f"elements (num_weights x dim), more than {MAX_ELEMENTS * 4:,}")
+    idx = emb_indices(rng, int(np.prod(shape[:-1])), nw, params["indices"])
+    idx = idx.reshape(shape[:-1]).astype(DTYPES[params["index_dtype"]])
+    kwargs = {"num_weights": nw, "padding_idx": params["padding_idx"],
+              "scale_grad_by_freq": params["scale_grad_by_freq"], "variant": params["variant"]}
+    return (random_array(rng, shape, dtype), idx), kwargs
+
+
+def _emb_flops(args, kwargs):
+    """fp32 adds: one per element of every grad row that is not padding; with scale, one
+    multiply per element of out."""
+    grad, idx = args
+    kept = int(np.sum(np.asarray(idx).reshape(-1).astype(np.int64) != kwargs["padding_idx"]))
+    scale = kwargs["num_weights"] * grad.shape[-1] if kwargs["scale_grad_by_freq"] else 0
+    return kept * grad.shape[-1] + scale
+
+
+def _emb_golden_options(result, args, kwargs) -> dict:
+    """The tiling the run chose (variant, core split, flush size): the summation order."""
+    return {"chip": result.chip, "tiling": result.tiling}
+
+
+EMBEDDING_DENSE_BACKWARD = OpCase(
+    name="embedding_dense_backward", aclnn="aclnnEmbeddingDenseBackward",
+    summary="out[i] = sum of the grad rows whose index is i (numWeights x DIM)",
+    shape_help="TOKENS x DIM: the shape of grad (more leading dims allowed); indices has the "
+               "leading dims",
+    default_shape=(8192, 4096), demo_shape=(2048, 1024), quick_shape=(64, 128),
+    dtypes=("float32", "float16", "bfloat16"), unit="vector",
+    make=_emb_make, flops=_emb_flops, params=EMB_PARAMS,
+    golden_options=_emb_golden_options, atomic_outputs=("out",),
+    tiling_help="variant (sorted, deterministic, small_dim on Atlas A2; v1 on Atlas training), "
+                "block_dim (cores of the main kernel), dim_chunk (DIM elements per pass), "
+                "batch_rows (rows per UB batch: v1, small_dim), flush_rows (rows an "
+                "accumulator sums before an atomic flush, 10 as CANN)",
+    notes="A scatter-add: out is zeroed, grad read once and the touched rows atomically "
+          "added, so the time depends on the indices (repeats are summed in UB before they "
+          "reach GM). The roofline counts grad and indices in and out written once. out is an "
+          "atomic output except with variant=deterministic.")
+
+CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
+                                               EMBEDDING_DENSE_BACKWARD)}
 
 
 def find_case(name: str) -> OpCase:

@@ -24,7 +24,7 @@ numerics=False is refused: the kernels read the indices into their control flow.
 
 import numpy as np
 
-from npusim.errors import NpusimError
+from npusim.errors import NpusimError, TilingError
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.contiguous import to_gm
 from npusim.ops.embedding_args import OP, cast_indices, check_embedding_dense_backward, index_kind
@@ -44,10 +44,12 @@ V2_KERNELS = {"sorted": SortedKernel, "deterministic": DeterministicKernel}
 def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
                              scale_grad_by_freq=False, chip="atlas-a2", tiling=None,
                              mode="timed", numerics=True, trace=True, sanitize=True,
-                             jitter=None):
+                             jitter=None, variant=None):
     """Run aclnnEmbeddingDenseBackward on ``chip``; ``outputs["out"]`` is
-    (num_weights, grad.shape[-1]) in grad's dtype."""
+    (num_weights, grad.shape[-1]) in grad's dtype. ``variant`` is shorthand for
+    ``tiling={"variant": ...}`` (sorted, deterministic, small_dim on Atlas A2; v1)."""
     chip = resolve_chip(chip)
+    tiling = with_variant(tiling, variant)
     spec = check_embedding_dense_backward(chip, grad, indices, num_weights, padding_idx,
                                           scale_grad_by_freq)
     if not numerics:
@@ -64,6 +66,21 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
         if chip.separated else 0
     return run.result({"out": (out_gm, (spec.num_weights, spec.dim))}, tiling=t,
                       workspace_bytes=workspace)
+
+
+def with_variant(tiling, variant):
+    """The tiling overrides with ``variant`` added; a different variant in both is an error."""
+    if variant is None:
+        return tiling
+    if tiling is not None and not isinstance(tiling, dict):
+        raise TilingError(f"{OP}: tiling overrides must be a dict of field: value, "
+                          f"got {type(tiling).__name__}")
+    merged = dict(tiling or {})
+    if merged.get("variant", variant) != variant:
+        raise TilingError(f"{OP}: variant = {variant!r} and tiling variant = "
+                          f"{merged['variant']!r} disagree; give one")
+    merged["variant"] = variant
+    return merged
 
 
 class _Plan:

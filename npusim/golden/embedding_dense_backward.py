@@ -20,16 +20,21 @@ F32 = np.float32
 
 
 def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
-                             scale_grad_by_freq=False, chip="atlas-a2", tiling=None):
-    """out (num_weights, D) in grad's dtype, summed in the order ``tiling`` (a tiling or the
-    overrides dict for the default one) makes the kernels sum."""
+                             scale_grad_by_freq=False, chip="atlas-a2", tiling=None,
+                             variant=None):
+    """out (num_weights, D) in grad's dtype, summed in the order ``tiling`` (a tiling, or the
+    overrides dict for the default one, with ``variant`` as the op takes it) makes the kernels
+    sum."""
     from npusim.chip import load_chip
+    from npusim.ops.embedding_dense_backward import with_variant
 
     chip = load_chip(chip)
     grad = np.asarray(grad)
     g = grad.reshape(-1, grad.shape[-1]).astype(F32)
     idx = cast_indices(np.asarray(indices).reshape(-1), "int64")
     pad = max(int(padding_idx), -1)
+    tiling = tiling if tiling is not None and not isinstance(tiling, dict) else \
+        with_variant(tiling, variant)
     t = tiling if tiling is not None and not isinstance(tiling, dict) else embedding_tiling(
         chip, rows=g.shape[0], dim=g.shape[1], num_weights=num_weights,
         scale=bool(scale_grad_by_freq), overrides=tiling)
