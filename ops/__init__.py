@@ -1,9 +1,10 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels."""
 
 from npusim.ops.convolution_backward import convolution_backward
+from npusim.ops.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.ops.embedding_dense_backward import embedding_dense_backward
 from npusim.ops.moe_token_permute_grad import moe_token_permute_grad
 from npusim.ops.silu_backward import silu_backward
 
-__all__ = ["convolution_backward", "embedding_dense_backward", "moe_token_permute_grad",
-           "silu_backward"]
+__all__ = ["convolution_backward", "cross_entropy_loss_grad", "embedding_dense_backward",
+           "moe_token_permute_grad", "silu_backward"]

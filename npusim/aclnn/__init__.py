@@ -15,6 +15,10 @@ from npusim.aclnn.convolution import (
     aclnnConvolutionBackward,
     aclnnConvolutionBackwardGetWorkspaceSize,
 )
+from npusim.aclnn.cross_entropy_loss_grad import (
+    aclnnCrossEntropyLossGrad,
+    aclnnCrossEntropyLossGradGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -24,6 +28,7 @@ from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
 __all__ = [*_runtime_names, "aclnnConvolutionBackward",
-           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
+           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnCrossEntropyLossGrad",
+           "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
            "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnSiluBackward",
            "aclnnSiluBackwardGetWorkspaceSize"]
