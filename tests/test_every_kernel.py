@@ -4,6 +4,7 @@ random extra latency on every pipe (jitter) gives bit-identical outputs."""
 import numpy as np
 import pytest
 
+import npusim
 from kernels import run_copy
 from npusim import ops
 from npusim.micro.matmul import run_matmul
@@ -35,6 +36,17 @@ def conv(chip, *, deterministic=False, transposed=False, **options):
         tiling={"dw_k_parts": 2, "deterministic": deterministic}, **options)
 
 
+def moe(chip, **options):
+    """MoeTokenPermuteGrad with dropped copies, a chunked row and batched indices (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMoeTokenPermuteGrad runs on Atlas A2 only")
+    rng = np.random.default_rng(13)
+    grad = rng.uniform(-1, 1, (40, 90)).astype(np.float16)
+    indices = rng.permutation(64).astype(np.int32)
+    return ops.moe_token_permute_grad(grad, indices, num_topk=4, chip=chip, tiling={
+        "block_dim": 3, "hidden_splited_length": 40, "tokens_splited_length": 2}, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -47,6 +59,7 @@ KERNELS = {
     "convolution_backward deterministic dw": lambda chip, **o: conv(chip, deterministic=True,
                                                                     **o),
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
+    "moe_token_permute_grad": moe,
 }
 
 
