@@ -290,7 +290,8 @@ def _conv_golden_options(result, args, kwargs) -> dict:
     cd, hf32 = compute_dtype(chip, promote(*(name_of(a.dtype) for a in args)),
                              kwargs["cube_math_type"])
     return {"compute_dtype": cd, "hf32_bits": chip.hf32_mantissa_bits if hf32 else 0,
-            "dw_k_parts": t.dw_k_parts, "bias_tile": bias_tile(t, int(np.prod(dy.shape[2:])))}
+            "dw_k_parts": t.dw_k_parts, "bias_tile": bias_tile(t, int(np.prod(dy.shape[2:]))),
+            "atomic": t.dw_k_parts > 1 and not t.deterministic}
 
 
 def _conv_flops(args, kwargs):

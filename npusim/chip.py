@@ -88,6 +88,13 @@ class Chip:
         except KeyError:
             raise AttributeError(key) from None
 
+    def __repr__(self) -> str:
+        cores = (f"{self.ai_core_count} AIC + {self.aiv_count} AIV" if self.separated
+                 else f"{self.ai_core_count} coupled cores")
+        return (f"Chip({self.name!r}: {self.soc}, {cores} at {self.clock_hz / 1e9:.2f} GHz, "
+                f"UB {self.ub_bytes >> 10} KiB, L1 {self.l1_bytes >> 10} KiB, HBM "
+                f"{self.hbm_bytes / 2**30:.0f} GiB at {self.hbm_bytes_per_s / 1e12:.2f} TB/s)")
+
     @property
     def separated(self) -> bool:
         return self.values["topology"] == "separated"

@@ -116,10 +116,21 @@ def _op_arguments(p, case, command: str) -> None:
                    help="override a field of the host tiling, e.g. tile_length=4096")
     p.add_argument("--mode", choices=("timed", "functional"), default="timed",
                    help="timed: SimPy run with cycles (default); functional: program order")
-    p.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0,
+                   help="random input seed, an integer >= 0 (default 0)")
     what = ("trace.json, summary.json, pipeline.png, memory.png" if command == "run"
             else "compare.png, compare.json, compare.md")
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed {text!r}: an integer >= 0")
+    return value
 
 
 def _op_epilog(case, command: str) -> str:
@@ -133,7 +144,8 @@ def _op_epilog(case, command: str) -> str:
         lines += ["", "tiling fields (--tiling KEY=VALUE):",
                   *textwrap.wrap(case.tiling_help, 90, initial_indent="  ",
                                  subsequent_indent="  ")]
-    lines += ["", f"example:\n  npusim {command} {case.name} --dtype {case.dtypes[0]}"]
+    lines += ["", "examples:", f"  npusim {command} {case.name} --dtype {case.dtypes[0]}"]
+    lines += [f"  npusim {command} {case.name} {extra}" for extra in case.examples]
     return "\n".join(lines)
 
 

@@ -121,11 +121,19 @@ def check_options(*, mode, numerics, trace, sanitize, jitter) -> None:
                           "non-negative integer seed and a finite max_cycles >= 0")
 
 
-def launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
-           mode: str = "timed", numerics: bool = True, trace: bool = True,
-           sanitize: bool = True, jitter: tuple | None = None,
-           tiling=None, workspace_bytes: int = 0) -> Result:
-    """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)})."""
+def launch(kernel_cls, **options) -> Result:
+    """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)}).
+
+    Floating-point exceptions (overflow to inf, NaN from inf - inf, ...) are values, as on the
+    chip, not numpy RuntimeWarnings on the user's stderr."""
+    with np.errstate(all="ignore"):
+        return _launch(kernel_cls, **options)
+
+
+def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
+            mode: str = "timed", numerics: bool = True, trace: bool = True,
+            sanitize: bool = True, jitter: tuple | None = None,
+            tiling=None, workspace_bytes: int = 0) -> Result:
     chip = load_chip(chip)
     check_options(mode=mode, numerics=numerics, trace=trace, sanitize=sanitize, jitter=jitter)
     eager = kernel_cls.reads_data

@@ -27,6 +27,17 @@ class Result:
     def time_us(self) -> float:
         return self.cycles / self.chip.clock_hz * 1e6
 
+    def __repr__(self) -> str:
+        outs = ", ".join(f"{k}: {v.dtype} {tuple(v.shape)}" if v is not None else f"{k}: None"
+                         for k, v in self.outputs.items())
+        timing = (f"{self.cycles:,.0f} cycles = {self.time_us:.2f} us" if self.mode == "timed"
+                  else "no timing")
+        name = type(self.tiling).__name__ if self.tiling is not None else "no tiling"
+        return (f"Result({self.chip.name}, {self.mode}: {timing}; outputs {{{outs}}}; "
+                f"{self.stats.get('instructions', 0):,} instructions on "
+                f"{self.stats.get('cores', 0)} cores; {name}; workspace "
+                f"{self.workspace_bytes:,} bytes)")
+
     def write_trace(self, path) -> str:
         """Write a Chrome trace event JSON (Perfetto, chrome://tracing); return the path."""
         from npusim.trace_export import write_chrome_trace

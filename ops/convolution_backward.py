@@ -38,13 +38,16 @@ from npusim.sequence import OpRun
 
 
 def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padding,  # noqa: A002
-                         dilation, transposed=False, output_padding=(0, 0), groups=1,
+                         dilation, transposed=False, output_padding=None, groups=1,
                          output_mask=(True, True, True), cube_math_type=1, chip="atlas-a2",
                          tiling=None, mode="timed", numerics=True, trace=True, sanitize=True,
                          jitter=None):
     """Run aclnnConvolutionBackward on ``chip``; outputs gradInput, gradWeight, gradBias (None
-    for those ``output_mask`` does not ask for)."""
+    for those ``output_mask`` does not ask for). ``output_padding=None`` is zeros, one per
+    spatial dimension (the aclnn API, which has no default, requires it)."""
     chip = resolve_chip(chip)
+    if output_padding is None:   # zeros, one per spatial dimension of the input
+        output_padding = (0,) * max(np.ndim(input) - 2, 0) if input is not None else None
     spec = check_convolution_backward(
         chip, grad_output, input, weight, bias_sizes=bias_sizes, stride=stride,
         padding=padding, dilation=dilation, transposed=transposed,

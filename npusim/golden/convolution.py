@@ -11,11 +11,16 @@ the float64 sum of its products taken in increasing K (the Mmad rule, ``isa/cube
 - gradWeight: per K part (a share of the (n, depth) slices; ``dw_k_parts``), K = grad positions
   of each slice in groups of k0 from its first position; the parts are summed in fp32 in part
   order (the deterministic reduction; with one part there is nothing to order), then converted.
+  When the run added three or more parts with GM atomic adds, their order follows timing and
+  gradWeight is an ``AtomicSum`` (``npusim/golden/atomic.py``): the part-order value and the
+  bound within which any landing order falls.
 - gradBias: an fp32 lane accumulator of ``bias_tile`` lanes adds gradOutput chunks (n, then
   chunk), then the halving-tree ReduceSum, then the conversion.
 """
 
 import numpy as np
+
+from npusim.golden.atomic import AtomicSum, order_bound
 
 F32 = np.float32
 
@@ -123,7 +128,7 @@ def _dx_slice(dyg, wg, tap, di, k0):
     return acc
 
 
-def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts):
+def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts, atomic=False):
     s, lo, dil, groups, transposed = conv
     feat, grad = (dy, x) if transposed else (x, dy)
     f5, g5 = cube_operand(five(feat), cd, hf32_bits), cube_operand(five(grad), cd, hf32_bits)
@@ -133,10 +138,11 @@ def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts):
     tap = [taps(o, src, k, st, dl, p, True) for o, src, k, st, dl, p in
            zip(g5.shape[2:], f5.shape[2:], kdhw, s, dil, lo, strict=True)]
     out = np.zeros((groups * gc, fc) + kdhw, F32)
+    mags = np.zeros_like(out, np.float64)     # sum of the partials' magnitudes (atomic bound)
     slices = g5.shape[0] * g5.shape[2]
     for g in range(groups):
         for kd in range(kdhw[0]):
-            total = None
+            total, mag = None, 0.0
             for p in range(parts):
                 acc = np.zeros((gc, fc * kdhw[1] * kdhw[2]), F32)
                 for sl in range(p * slices // parts, (p + 1) * slices // parts):
@@ -146,8 +152,13 @@ def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts):
                         acc = _dw_slice(g5[ni, g * gc:(g + 1) * gc, dg],
                                         f5[ni, g * fc:(g + 1) * fc, q], tap, k0, acc)
                 total = (acc + F32(0)).astype(F32) if total is None else (total + acc)
+                mag = mag + np.abs(acc.astype(np.float64))
             out[g * gc:(g + 1) * gc, :, kd] = total.reshape(gc, fc, *kdhw[1:])
-    return out.reshape(w_shape).astype(out_dtype)
+            mags[g * gc:(g + 1) * gc, :, kd] = np.reshape(mag, (gc, fc, *kdhw[1:]))
+    value = out.reshape(w_shape).astype(out_dtype)
+    if not atomic or parts < 3:   # two partials land in either order with the same bits
+        return value
+    return AtomicSum(value, order_bound(mags.reshape(w_shape), parts, value))
 
 
 def _dw_slice(grad, feat, tap, k0, acc):
@@ -181,12 +192,13 @@ def grad_bias(dy, tile: int):
 def convolution_backward(grad_output, input, weight, *, stride, padding, dilation,  # noqa: A002
                          transposed=False, output_padding=None, groups=1,
                          output_mask=(True, True, True), compute_dtype=None, hf32_bits=0,
-                         dw_k_parts=1, bias_tile=4096, cube_math_type=1, **_):
+                         dw_k_parts=1, bias_tile=4096, cube_math_type=1, atomic=False, **_):
     """{gradInput, gradWeight, gradBias} as the kernels compute them (None where masked).
 
     ``compute_dtype`` / ``hf32_bits`` are the cube's dtype and HF32 width the operator chose
     for the cubeMathType (by default: the promoted dtype, fp16 for cubeMathType 2, no HF32);
-    ``dw_k_parts`` and ``bias_tile`` the tiling's values.
+    ``dw_k_parts`` and ``bias_tile`` the tiling's values. ``atomic``: the run added the dw parts
+    with GM atomic adds (their order follows timing): gradWeight is then an ``AtomicSum``.
     """
     dy, x, w = (np.asarray(a) for a in (grad_output, input, weight))
     if compute_dtype is None:
@@ -203,7 +215,7 @@ def convolution_backward(grad_output, input, weight, *, stride, padding, dilatio
         out["gradInput"] = grad_input(dy, w, x.shape, conv, compute_dtype, hf32_bits, dx_t)
     if output_mask[1]:
         out["gradWeight"] = grad_weight(dy, x, w.shape, conv, compute_dtype, hf32_bits, dw_t,
-                                        dw_k_parts)
+                                        dw_k_parts, atomic)
     if output_mask[2]:
         out["gradBias"] = grad_bias(dy, bias_tile)
     return out
