@@ -47,6 +47,20 @@ def moe(chip, **options):
         "block_dim": 3, "hidden_splited_length": 40, "tokens_splited_length": 2}, **options)
 
 
+def cross_entropy(chip, **options):
+    """CrossEntropyLossGrad, mean with a weight: Contiguous(logProb), row batches, chunks and a
+    tail, an ignored row, the workspace and SyncAll (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnCrossEntropyLossGrad runs on Atlas A2 only")
+    rng = np.random.default_rng(14)
+    log_prob = -rng.uniform(0, 8, (600, 20)).astype(np.float16).T
+    target = rng.integers(0, 600, 20)
+    target[3] = -100
+    return ops.cross_entropy_loss_grad(
+        np.array(0.5, np.float16), log_prob, target, rng.uniform(0.5, 2, 600).astype(np.float32),
+        chip=chip, tiling={"block_dim": 4, "row_batch": 2, "col_chunk": 256}, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -60,6 +74,7 @@ KERNELS = {
                                                                     **o),
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
     "moe_token_permute_grad": moe,
+    "cross_entropy_loss_grad + contiguous": cross_entropy,
 }
 
 
