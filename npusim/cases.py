@@ -388,7 +388,7 @@ MOE_TOKEN_PERMUTE_GRAD = OpCase(
             "(dropped copies skipped)",
     shape_help="TOKENS x HIDDEN: the shape of out (permutedOutputGrad has tokens x topk rows, "
                "fewer with drop)",
-    default_shape=(2048, 4096), demo_shape=(1024, 4096), quick_shape=(64, 512),
+    default_shape=(1024, 4096), demo_shape=(512, 4096), quick_shape=(64, 512),
     dtypes=("bfloat16", "float16", "float32"), unit="vector",
     make=_moe_make, flops=_moe_flops, params=MOE_PARAMS,
     tiling_help="block_dim (AIV cores used), hidden_splited_length (elements of a row per UB "
