@@ -16,7 +16,8 @@ import npusim.aclnn as acl
 from npusim import golden, ops
 from npusim.cli import main as npusim_main
 from npusim.dtypes import bfloat16
-from npusim.errors import MemoryAccessError, NpusimError, ParamError, TilingError
+from npusim.errors import HazardError, MemoryAccessError, NpusimError, ParamError, TilingError
+from npusim.ops import ce_kernel
 from npusim.ops.ce_tiling import (
     CrossEntropyLossGradTiling,
     chunk_bytes,
@@ -310,6 +311,17 @@ def test_modes_and_jitter_give_identical_bytes(tmp_path):
     check_trace(timed, tmp_path / "ce.json")
     counts = timed.stats["instruction_counts"]
     assert counts["sync_all"] == 6 and counts["scalar_sub_value"] == sum(args[2] != -100)
+
+
+@pytest.mark.parametrize("dropped", ["V_S", "S_V", "MTE2_V"])
+def test_sanitizer_catches_a_missing_flag(monkeypatch, dropped):
+    """Without one of the kernel's flags the scalar's read-modify-write (or the vector's read
+    of the targets) races: a HazardError, not a silently different answer."""
+    keep = ce_kernel.sync
+    monkeypatch.setattr(ce_kernel, "sync", lambda event: None if event == dropped else
+                        keep(event))
+    with pytest.raises(HazardError):
+        ops.cross_entropy_loss_grad(*inputs(8, 300, "float16", ignored=0.0))
 
 
 def test_numerics_off_keeps_the_cycles():
