@@ -54,14 +54,14 @@ def torch_index_add(grad, indices, *, num_topk, padded_mode=False):
     return {"out": out.index_add_(0, token[keep], grad.index_select(0, index[keep]))}
 
 
-def check(grad, indices, topk, reference=torch_index_add, **options):
+def check(grad, indices, topk, reference=torch_index_add, chip=A2, **options):
     name = np.dtype(grad.dtype).name
     rtol = RTOL[name]
     ref_max = float(np.abs(golden.moe_token_permute_grad(grad, indices, num_topk=topk)
                            .astype(np.float64)).max(initial=0))
     fp32_sum = topk * 2.0 ** -23 * float(np.abs(grad.astype(np.float64)).max(initial=0))
     return check_op(ops.moe_token_permute_grad, golden.moe_token_permute_grad, reference,
-                    (grad, indices), chip=A2, params={"num_topk": topk}, rtol=rtol,
+                    (grad, indices), chip=chip, params={"num_topk": topk}, rtol=rtol,
                     atol=rtol * FLOOR * ref_max + fp32_sum, **options)
 
 
@@ -155,6 +155,17 @@ def test_empty_tensors(shape):
     indices = np.arange(shape[0] and 12, dtype=np.int32) % max(shape[0], 1)
     r = ops.moe_token_permute_grad(np.zeros(shape, np.float32), indices, num_topk=4)
     assert r.outputs["out"].shape == (indices.size // 4, shape[1]) and r.cycles == 0
+
+
+def test_every_a2_model_and_no_other(any_chip):
+    grad, indices = routed(100, 4, 70, np.float16, drop=0.1, seed=11)
+    if any_chip.product != A2:
+        with pytest.raises(ParamError, match="supported products: atlas-a2") as info:
+            ops.moe_token_permute_grad(grad, indices, num_topk=4, chip=any_chip)
+        assert info.value.code == 161002
+        return
+    r = check(grad, indices, 4, chip=any_chip)
+    assert r.tiling.block_dim == min(any_chip.vector_core_count, 100)
 
 
 # --- argument rules (Python API) -----------------------------------------------------------
@@ -431,6 +442,25 @@ def test_8192_tokens_top8_4096_bf16_within_one_and_a_half_rooflines():
     bound = hbm_bound_us(grad, indices, 8192)
     assert bound <= r.time_us <= 1.5 * bound, (r.time_us, bound)
     assert r.tiling.buffer_num == 4 and r.tiling.block_dim == 48
+
+
+@pytest.mark.parametrize("chip,cycles", [("atlas-a2", 12127), ("atlas-a2-910b4", 14025)])
+def test_pinned_cycles(chip, cycles):
+    """One exact cycle count per A2 model for 256 tokens x top-8 x 1024 bf16; update
+    deliberately when the model changes."""
+    grad, indices = routed(256, 8, 1024, bfloat16, seed=11)
+    r = ops.moe_token_permute_grad(grad, indices, num_topk=8, chip=chip, trace=False,
+                                   sanitize=False)
+    assert r.cycles == cycles
+
+
+def test_time_is_linear_once_every_core_is_busy():
+    times = []
+    for tokens in (960, 1920):
+        grad, indices = routed(tokens, 4, 1024, bfloat16, seed=12)
+        times.append(ops.moe_token_permute_grad(grad, indices, num_topk=4, trace=False,
+                                                sanitize=False).time_us)
+    assert times[1] / times[0] == pytest.approx(2.0, rel=0.08)
 
 
 def test_deeper_row_queue_is_faster():
