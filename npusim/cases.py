@@ -539,7 +539,7 @@ CROSS_ENTROPY_LOSS_GRAD = OpCase(
     summary="xGradOut = exp(logProb) x nll - nll at the target column, nll = gradLoss x "
             "weight[target] (/ the weight sum for mean); ignored rows zero",
     shape_help="N x C: logProb's shape (rows x classes; the vocabulary is C)",
-    default_shape=(4096, 32000), demo_shape=(1024, 32000), quick_shape=(64, 1000),
+    default_shape=(1024, 32000), demo_shape=(512, 32000), quick_shape=(64, 1000),
     dtypes=("bfloat16", "float16", "float32"), unit="vector",
     make=_ce_make, flops=_ce_flops, params=CE_PARAMS, golden_options=_ce_golden_options,
     tiling_help="block_dim (AIV cores used), row_batch (rows whose metadata one UB batch "
