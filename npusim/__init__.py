@@ -16,8 +16,8 @@ from npusim.errors import (
 
 _LAZY = ("ops", "aclnn", "golden", "isa", "models", "dsl", "cases")
 
-__all__ = ["ops", "aclnn", "golden", "Chip", "chips", "load_chip", "NpusimError", "ParamError",
-           "TilingError", "ChipModelError", "DeadlockError", "HazardError", "MemoryAccessError",
+__all__ = ["ops", "aclnn", "golden", "sweep", "Chip", "chips", "load_chip", "NpusimError",
+           "ParamError", "TilingError", "ChipModelError", "DeadlockError", "HazardError", "MemoryAccessError",
            "OutOfMemoryError"]
 
 # Installed, `isa/`, `ops/` and `models/` live inside this package as npusim.isa, npusim.ops
@@ -35,4 +35,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"npusim.{name}")
+    if name == "sweep":   # npusim.sweep(op_name, *, chip, shape, dtype, params, space, ...)
+        from npusim.studies.sweep import sweep
+
+        return sweep
     raise AttributeError(f"module 'npusim' has no attribute {name!r}")

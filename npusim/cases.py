@@ -55,6 +55,7 @@ class OpCase:
     tiling_help: str = ""     # the tiling fields a user may override, for --help
     notes: str = ""
     examples: tuple = ()      # more argument lines for --help's examples
+    sweep_example: str = "--tiling block_dim=8:48:8"   # npusim sweep --help's example space
     atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order:
     #                              checked within a summation-order bound, not bit for bit
 
@@ -168,6 +169,8 @@ SILU = OpCase(
     default_shape=(4, 1024, 1024), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
     make=_silu_make, flops=_silu_flops,
+    sweep_example="--tiling tile_length=pow2:1024:8192 --tiling buffer_num=1,2 "
+                  "--tiling block_dim=16:48:16",
     tiling_help="block_dim (vector cores used), tile_length (elements per UB tile, whole "
                 "32-byte blocks), buffer_num (1 single, 2 double buffering)",
     notes="Elementwise: the roofline is the bytes in and out over the HBM bandwidth. "
@@ -314,6 +317,7 @@ CONVOLUTION = OpCase(
     dtypes=("float16", "float32", "bfloat16"), unit="cube",
     make=_conv_make, flops=_conv_flops, params=CONV_PARAMS,
     golden_options=_conv_golden_options,
+    sweep_example="--shape 4x64x28x28 --tiling base_m=pow2:32:128 --tiling base_n=pow2:32:256",
     examples=("--shape 2x3x224x224 --param weight=64x7 --param padding=3 --param stride=2",
               "--shape 8x256x56 --param weight=256x5 --param padding=2   (1-D)",
               "--shape 1x16x8x16x16 --param weight=32x3 --chip atlas-a2   (3-D)",

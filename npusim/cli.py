@@ -1,4 +1,4 @@
-"""The ``npusim`` command: chips, run, compare, demo, bench.
+"""The ``npusim`` command: chips, run, compare, sweep, demo, bench.
 
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   npusim chips
   npusim run silu_backward --chip atlas-a2 --shape 4x1024x1024 --dtype float16 --out silu
   npusim compare silu_backward --dtype bfloat16
+  npusim sweep silu_backward --tiling tile_length=pow2:1024:8192 --tiling buffer_num=1,2 --out sw
   npusim demo --out npusim-demo
 """
 
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_chips)
     _op_command(sub, "run", "run one operator on one chip, check it, summarise it")
     _op_command(sub, "compare", "run one operator on several chips side by side")
+    _op_command(sub, "sweep", "run one operator over a space of tilings: which is fastest, "
+                "why, and at what buffer cost")
     p = sub.add_parser("demo", help="every operator on both chips: a Markdown report",
                        description="Run every operator on atlas-training and atlas-a2 at "
                                    "moderate sizes and write a Markdown report with tables "
@@ -95,8 +98,12 @@ def _op_command(sub, name: str, help_text: str) -> None:
                            description=f"{case.aclnn}: {case.summary}.",
                            epilog=_op_epilog(case, name),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        _op_arguments(q, case, name)
-        q.set_defaults(func=_run if name == "run" else _compare, case=case)
+        if name == "sweep":
+            _sweep_arguments(q, case)
+        else:
+            _op_arguments(q, case, name)
+        q.set_defaults(func={"run": _run, "compare": _compare, "sweep": _sweep}[name],
+                       case=case)
 
 
 def _op_arguments(p, case, command: str) -> None:
@@ -123,6 +130,60 @@ def _op_arguments(p, case, command: str) -> None:
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
 
 
+def _sweep_arguments(p, case) -> None:
+    p.add_argument("--chip", default="atlas-a2", help="chip model (default atlas-a2)")
+    shape = "x".join(map(str, case.default_shape))
+    p.add_argument("--shape", help=f"{case.shape_help}, e.g. {shape} (the default)")
+    p.add_argument("--dtype", default=case.dtypes[0],
+                   help=f"one of {', '.join(case.dtypes)} (default {case.dtypes[0]})")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="an operator parameter (listed below); repeat for more")
+    p.add_argument("--tiling", action="append", default=[], metavar="FIELD=SPACE",
+                   required=True, help="a tiling field and its values: a list (2048,4096), an "
+                   "inclusive range (8:48:8) or powers of two (pow2:1024:16384); several give "
+                   "their product")
+    p.add_argument("--samples", type=_positive, help="draw N points of the product at random")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of --samples (default 0)")
+    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed "
+                   "cluster, e.g. tcp://10.0.0.5:8786 (pip install \"npusim[cluster]\")")
+    p.add_argument("--check", choices=("best", "all", "none"), default="best",
+                   help="rerun the fastest point with numerics on and check it bit for bit "
+                   "(best, the default), check every point (all), or none")
+    p.add_argument("--resume", action="store_true",
+                   help="finish a sweep in --out, skipping the points already there")
+    p.add_argument("--out", metavar="DIR", required=True, help="folder for sweep.csv, "
+                   "sweep.json, sweep.md, sweep.png, pareto.png")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive integer")
+    return value
+
+
+def _sweep(args) -> int:
+    from npusim.cases import parse_shape
+    from npusim.studies.executor import default_jobs
+    from npusim.studies.sweep import sweep
+
+    case = args.case
+    rows = sweep(case.name, chip=args.chip,
+                 shape=parse_shape(args.shape) if args.shape else None, dtype=args.dtype,
+                 params=_pairs(args.param, "--param"), space=args.tiling,
+                 samples=args.samples, seed=args.seed, jobs=args.jobs or default_jobs(),
+                 scheduler=args.scheduler, check=args.check, out=args.out,
+                 resume=args.resume)
+    with open(os.path.join(args.out, "sweep.md")) as f:
+        print(f.read().rstrip())
+    print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
+    return 1 if any(r["status"] == "mismatch" for r in rows) else 0
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -144,6 +205,9 @@ def _op_epilog(case, command: str) -> str:
         lines += ["", "tiling fields (--tiling KEY=VALUE):",
                   *textwrap.wrap(case.tiling_help, 90, initial_indent="  ",
                                  subsequent_indent="  ")]
+    if command == "sweep":
+        return "\n".join(lines + ["", "example:", f"  npusim sweep {case.name} "
+                                   f"{case.sweep_example} --out sweep-{case.name}"])
     lines += ["", "examples:", f"  npusim {command} {case.name} --dtype {case.dtypes[0]}"]
     lines += [f"  npusim {command} {case.name} {extra}" for extra in case.examples]
     return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""One executor for every study: points in, plain records out.
+
+A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the ``--param``
+texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
+only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``.
+``run_point`` turns it into a plain record; any executor gives the same records:
+
+- in-process (``jobs=1``);
+- a local process pool (``jobs=N``);
+- a Dask distributed cluster (``scheduler="tcp://host:8786"``; the optional extra
+  ``npusim[cluster]``), whose workers run the same ``run_point``.
+
+A point that cannot run (its tiling does not fit, its arguments break a rule) is a record with
+its status and message, never an exception out of the executor.
+"""
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from npusim.errors import NpusimError, TilingError
+
+PIPES = ("S", "MTE2", "MTE1", "M", "V", "MTE3", "FIX")
+BUFFERS = ("UB", "L1", "L0A", "L0B", "L0C", "BT", "FB")
+NEEDS_NUMERICS = "numerics=False is not possible"   # the engine's word for data-driven kernels
+
+
+def run_point(point: dict) -> dict:
+    """Run one point; return its record (never raises an NpusimError)."""
+    t0 = time.perf_counter()
+    record = {"tiling": point.get("tiling") or {}, "status": "ok", "error": "", "cycles": None,
+              "time_us": None, "roofline_ratio": None, "busy": {}, "peak_bytes": {},
+              "numerics": bool(point.get("numerics")), "check": "", "effective_tiling": {}}
+    try:
+        run = _run(point, record)
+        _fill(record, run, point)
+    except TilingError as exc:
+        record.update(status="does not fit", error=" ".join(str(exc).split()))
+    except NpusimError as exc:
+        record.update(status="error", error=" ".join(str(exc).split()))
+    record["wall_s"] = round(time.perf_counter() - t0, 4)
+    return record
+
+
+def _run(point: dict, record: dict):
+    from npusim.cases import find_case
+    from npusim.report import run_case
+
+    case = find_case(point["op"])
+    params = case.parse_params(point.get("params") or {})
+    numerics = bool(point.get("numerics") or point.get("check"))
+    run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
+    options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0), trace=False)
+    try:
+        return run_case(*run_args, numerics=numerics, **options)
+    except NpusimError as exc:
+        if numerics or NEEDS_NUMERICS not in str(exc):
+            raise
+        record["numerics"] = True       # the kernel's control flow reads the data
+        return run_case(*run_args, numerics=True, **options)
+
+
+def _fill(record: dict, run, point: dict) -> None:
+    from npusim.report import metrics, tiling_dict
+
+    m = metrics(run)
+    record.update(cycles=int(m["cycles"]), time_us=round(m["time_us"], 4),
+                  roofline_ratio=round(m.get("roofline_ratio", 0.0), 4),
+                  busy={p: round(u, 4) for p, u in m["pipe_utilisation"].items()},
+                  peak_bytes=dict(m["peak_live_bytes"]),
+                  effective_tiling=tiling_dict(run.result.tiling))
+    if point.get("check"):
+        record["check"] = "; ".join(f"{name}: {text}" for name, _, text in run.checks)
+        if not run.ok:
+            record["status"] = "mismatch"
+
+
+def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
+               on_record=None) -> list:
+    """Run ``points``; call ``on_record(index, record)`` as each finishes; return the records
+    in the points' order."""
+    records = [None] * len(points)
+
+    def done(i, rec):
+        records[i] = rec
+        if on_record is not None:
+            on_record(i, rec)
+
+    if scheduler:
+        _run_dask(points, scheduler, done)
+    elif jobs <= 1 or len(points) <= 1:
+        for i, p in enumerate(points):
+            done(i, run_point(p))
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
+            futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
+    return records
+
+
+def default_jobs() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def connect(scheduler: str):
+    """A Dask distributed Client for ``scheduler``, or one clear NpusimError."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise NpusimError("--scheduler needs Dask distributed: pip install "
+                          "\"npusim[cluster]\"") from None
+    try:
+        return Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise NpusimError(f"cannot reach the Dask scheduler at {scheduler}: "
+                          f"{' '.join(str(exc).split())[:200]}") from None
+
+
+def _run_dask(points: list, scheduler, done) -> None:
+    from distributed import as_completed as dask_completed
+
+    client = scheduler if not isinstance(scheduler, str) else connect(scheduler)
+    try:
+        futures = client.map(run_point, points, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut in dask_completed(futures):
+            done(index[fut.key], fut.result())
+    finally:
+        if isinstance(scheduler, str):
+            client.close()
