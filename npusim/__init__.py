@@ -17,8 +17,8 @@ from npusim.errors import (
 _LAZY = ("ops", "aclnn", "golden", "isa", "models", "dsl", "cases")
 
 __all__ = ["ops", "aclnn", "golden", "sweep", "Chip", "chips", "load_chip", "NpusimError",
-           "ParamError", "TilingError", "ChipModelError", "DeadlockError", "HazardError", "MemoryAccessError",
-           "OutOfMemoryError"]
+           "ParamError", "TilingError", "ChipModelError", "DeadlockError", "HazardError",
+           "MemoryAccessError", "OutOfMemoryError"]
 
 # Installed, `isa/`, `ops/` and `models/` live inside this package as npusim.isa, npusim.ops
 # and npusim.models. Run from a source checkout (``python -m npusim.cli`` in the clone), they
