@@ -7,8 +7,9 @@ executes, so several cores adding into one GM row land in simulated-time order.
 Cost: on MTE3, the GM latency plus the charged bytes (whole bursts, as every GM move) over
 ``ub_to_gm_atomic_bytes_per_cycle`` of the chip model, an assumed figure (an atomic add is a
 read-modify-write at L2; no published rate). The shared HBM/L2 servers see the written bytes
-only: the L2 read half of the read-modify-write is not charged against shared bandwidth, and
-same-address serialisation between cores is not modelled.
+only: the L2 read half of the read-modify-write is not charged against shared bandwidth.
+Atomic adds into the same GM range serialise (``npusim/atomic_lines.py``): a second core adding
+into a row another core is adding into waits for it.
 """
 
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ class AtomicAddCopy(DataCopy):
     """UB -> GM copy that adds into GM (SetAtomicAdd<T>(); DataCopyPad(); SetAtomicNone())."""
 
     name: ClassVar[str] = "data_copy_atomic_add"
+    serialises_at_l2: ClassVar[bool] = True   # same-range adds wait for each other
 
     def __post_init__(self):
         DataCopy.__post_init__(self)

@@ -26,6 +26,7 @@ from collections import deque
 
 import simpy
 
+from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
@@ -131,6 +132,7 @@ class TimedEngine:
         self.chip, self.gm, self.numerics, self.tracer = chip, gm, numerics, tracer
         self.env = simpy.Environment()
         self.bw = GmBandwidth(chip, gm.size)
+        self.atomic_lines = AtomicLines()
         self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]
         for sim, spec in zip(self.cores, cores, strict=True):
             sim.peers = [self.cores[j] for j in spec.peers]

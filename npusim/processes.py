@@ -100,6 +100,8 @@ def _exec_end(engine, pipe, inst) -> float:
     if inst.touches_gm:
         end = max(end, engine.bw.transfer(start, inst.gm_blocks(), inst.charged_bytes(chip),
                                           inst.gm_write))
+        if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
+            end = engine.atomic_lines.order(inst.gm_span(), start, end, inst.body(chip))
     return end
 
 

@@ -147,6 +147,6 @@ def check_index_values(spec: EmbeddingSpec) -> None:
     bad = np.flatnonzero((values < 0) | (values >= spec.num_weights))
     if bad.size:
         i = int(bad[0])
-        raise invalid(f"indices[{i}] = {raw[i]!r} (as an index: {int(values[i])}) is outside "
-                      f"[0, numWeights) = [0, {spec.num_weights}); {bad.size} indices are out "
-                      "of range")
+        raise invalid(f"indices[{i}] = {raw[i].item()!r} (as an index: {int(values[i])}) is "
+                      f"outside [0, numWeights) = [0, {spec.num_weights}); {bad.size} indices "
+                      "are out of range")

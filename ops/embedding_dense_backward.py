@@ -99,7 +99,7 @@ class _Plan:
             launch_zeros(run, out32, out_count, "ZerosLike(out)")
         if spec.rows and spec.dim:
             grad32, idx = self.grad_fp32(), self.indices()
-            counts = self.counts() if t.scale and self.chip.separated else None
+            counts = self.counts() if t.scale and t.variant != "v1" else None
             self.main(grad32, idx, out32, counts)
             if counts is not None:
                 self.scale(out32, counts)

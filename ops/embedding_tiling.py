@@ -7,7 +7,9 @@ Variants (kernels.md §4):
 - ``small_dim`` (A2 default for D <= 512 and numWeights <= 2**24): no global sort; each core
   sorts batches of its own rows in UB (100/101).
 - ``v1`` (Atlas training, the only one there): an atomic-add DMA per grad row, or with scale the
-  output rows split over cores and every core scanning every index.
+  output rows split over cores and every core scanning every index. CANN also runs it on A2
+  for huge shapes (gradRow beyond INT32_MAX); npusim runs it on A2 when the indices are more
+  than one UB's Sort holds (CANN's multi-core Sort is not modelled), and a user may force it.
 
 The scale pass (keys x1) follows the main kernel on A2. Users may override ``variant``,
 ``block_dim``, ``dim_chunk``, ``batch_rows`` and ``flush_rows``; every field they did not set is
@@ -20,7 +22,7 @@ from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, round_up
 
 OP = "aclnnEmbeddingDenseBackward"
-A2_VARIANTS = ("sorted", "deterministic", "small_dim")
+A2_VARIANTS = ("sorted", "deterministic", "small_dim", "v1")
 TRAINING_VARIANTS = ("v1",)
 FLUSH_ROWS = 10               # LIMIT_COUNT_NUM of embedding_dense_grad_v2.h
 V2_UB_RESERVE = 20480 + 96    # bytes the V2 tiling keeps out of the D chunk (kernels.md §4(c))
@@ -92,7 +94,7 @@ def default_variant(chip, rows: int, dim: int, num_weights: int) -> str:
         return "v1"
     if dim <= SMALL_DIM_MAX and num_weights <= SMALL_DIM_WEIGHTS:
         return "small_dim"
-    return "sorted"
+    return "sorted" if round_up(max(rows, 1), 32) <= sort_capacity(chip) else "v1"
 
 
 def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool,
@@ -109,6 +111,7 @@ def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool
                               f"{', '.join(FIELDS_SET_BY_USER)}")
     t = override(base, overrides, OP)
     _check_variant(chip, t, dim)
+    _check_set_fields(chip, t, overrides)
     t = _derive(chip, t, overrides, index_bytes)
     _validate(chip, t, overrides, index_bytes)
     return t
@@ -128,6 +131,17 @@ def _check_variant(chip, t, dim) -> None:
                           f"{t.num_weights}")
 
 
+def _check_set_fields(chip, t, overrides: dict) -> None:
+    """The fields the user set, before anything is derived from them."""
+    cores = chip.vector_core_count
+    if "block_dim" in overrides and not 1 <= t.block_dim <= cores:
+        raise TilingError(f"{OP}: tiling block_dim = {t.block_dim}: {chip.name} has {cores} "
+                          f"vector cores; allowed 1 to {cores}")
+    for key in ("dim_chunk", "batch_rows", "flush_rows"):
+        if key in overrides and getattr(t, key) < 1:
+            raise TilingError(f"{OP}: tiling {key} = {getattr(t, key)}: must be at least 1")
+
+
 def _derive(chip, t, overrides: dict, index_bytes: int):
     cores = chip.vector_core_count
     if t.variant == "v1":
@@ -135,13 +149,11 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
     chunk = t.dim_chunk if "dim_chunk" in overrides else min(t.dim, max_v2_chunk(chip))
     block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores, t.rows))
     if t.variant == "small_dim":
-        per = t.rows // block_dim if "block_dim" in overrides else ceil_div(t.rows, block_dim)
-        per = max(per, 1)
-        block_dim = ceil_div(max(t.rows, 1), per) if "block_dim" not in overrides else block_dim
+        per, big = divmod(t.rows, block_dim)
         batch = t.batch_rows if "batch_rows" in overrides else \
-            max(1, min(small_dim_rows(chip, t.dim), per))
+            max(1, min(small_dim_rows(chip, t.dim), per + (big > 0)))
         return replace(t, dim_chunk=chunk, block_dim=block_dim, rows_per_core=per,
-                       big_core_num=0, batch_rows=batch,
+                       big_core_num=big, batch_rows=batch,
                        scale_block_dim=min(cores, t.num_weights))
     per, big = divmod(t.rows, block_dim)
     return replace(t, dim_chunk=chunk, block_dim=block_dim, rows_per_core=per, big_core_num=big,
@@ -193,7 +205,7 @@ def _validate(chip, t, overrides: dict, index_bytes: int) -> None:
         raise TilingError(
             f"{OP}: {t.rows} indices need a sort of {t.sort_rows} keys; the Sort kernel "
             f"orders at most {sort_capacity(chip)} in one UB on {chip.name} (npusim does not "
-            "model CANN's multi-core Sort); use variant='small_dim' or fewer rows")
+            "model CANN's multi-core Sort); use variant='v1', variant='small_dim' or fewer rows")
 
 
 def _validate_v1(chip, t, index_bytes: int) -> None:

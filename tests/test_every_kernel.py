@@ -61,6 +61,31 @@ def cross_entropy(chip, **options):
         chip=chip, tiling={"block_dim": 4, "row_batch": 2, "col_chunk": 256}, **options)
 
 
+
+EMB_VARIANTS = {"atlas-a2": {"sorted": "sorted", "default": None, "deterministic":
+                             "deterministic"},
+                "atlas-training": {"sorted": "v1", "default": "v1", "deterministic": "v1"}}
+
+
+def embedding(chip, kind, **options):
+    """EmbeddingDenseBackward: Zipf-skewed int64 indices (Cast), padding, runs across cores and
+    flushes; ``default`` is fp16 grads (Cast in and out) with scale (small-dim and the scale
+    pass on A2). Integer grads make the atomic sums exact in any order, except for the
+    single-writer ``deterministic`` kind (v1 with scale on training), which uses any values."""
+    product = npusim.load_chip(chip).product
+    rng = np.random.default_rng(15)
+    idx = (rng.zipf(1.3, (3, 50)) - 1) % 11
+    det = kind == "deterministic"
+    shape = (3, 50, 96 if kind == "default" else 600)
+    grad = rng.standard_normal(shape) if det else rng.integers(-4, 5, shape)
+    dtype = np.float16 if kind == "default" else np.float32
+    tiling = {"block_dim": 5} | ({"dim_chunk": 256} if kind == "sorted" else {})
+    return ops.embedding_dense_backward(
+        grad.astype(dtype), idx, num_weights=11, padding_idx=2, chip=chip,
+        scale_grad_by_freq=kind != "sorted" and (product == "atlas-a2" or det),
+        variant=EMB_VARIANTS[product][kind],
+        tiling=tiling, **options)
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -75,6 +100,12 @@ KERNELS = {
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
     "moe_token_permute_grad": moe,
     "cross_entropy_loss_grad + contiguous": cross_entropy,
+    "embedding_dense_backward sorted (sort, casts, D chunks)":
+        lambda chip, **o: embedding(chip, "sorted", **o),
+    "embedding_dense_backward default fp16 + scale": lambda chip, **o: embedding(chip,
+                                                                                 "default", **o),
+    "embedding_dense_backward deterministic": lambda chip, **o: embedding(chip,
+                                                                          "deterministic", **o),
 }
 
 

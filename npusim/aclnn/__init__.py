@@ -19,6 +19,10 @@ from npusim.aclnn.cross_entropy_loss_grad import (
     aclnnCrossEntropyLossGrad,
     aclnnCrossEntropyLossGradGetWorkspaceSize,
 )
+from npusim.aclnn.embedding_dense_backward import (
+    aclnnEmbeddingDenseBackward,
+    aclnnEmbeddingDenseBackwardGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -29,6 +33,7 @@ from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSi
 
 __all__ = [*_runtime_names, "aclnnConvolutionBackward",
            "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnCrossEntropyLossGrad",
-           "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
+           "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnEmbeddingDenseBackward",
+           "aclnnEmbeddingDenseBackwardGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
            "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnSiluBackward",
            "aclnnSiluBackwardGetWorkspaceSize"]
