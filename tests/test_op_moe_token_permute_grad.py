@@ -437,7 +437,8 @@ def hbm_bound_us(grad, indices, tokens) -> float:
 
 
 def test_8192_tokens_top8_4096_bf16_within_one_and_a_half_rooflines():
-    grad, indices = routed(8192, 8, 4096, bfloat16, seed=9)
+    indices, rows = moe_routing(np.random.default_rng(9), 8192, 8, 0.0)
+    grad = np.zeros((rows, 4096), bfloat16)        # the values do not change the schedule
     r = ops.moe_token_permute_grad(grad, indices, num_topk=8, trace=False, sanitize=False)
     bound = hbm_bound_us(grad, indices, 8192)
     assert bound <= r.time_us <= 1.5 * bound, (r.time_us, bound)
@@ -456,7 +457,7 @@ def test_pinned_cycles(chip, cycles):
 
 def test_time_is_linear_once_every_core_is_busy():
     times = []
-    for tokens in (960, 1920):
+    for tokens in (480, 960):
         grad, indices = routed(tokens, 4, 1024, bfloat16, seed=12)
         times.append(ops.moe_token_permute_grad(grad, indices, num_topk=4, trace=False,
                                                 sanitize=False).time_us)
