@@ -26,6 +26,8 @@ Not modelled: CANN's iterateOrder / stepM / stepN L1 reuse of one operand across
 base blocks, unitFlag overlap of FixPipe with the next Mmad, the bias table, the C04 layout.
 """
 
+from dataclasses import replace
+
 from npusim.dsl import (
     DataCopyParams,
     Kernel,
@@ -44,6 +46,7 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div, round_up
+from npusim.ops.conv_tiling import dw_n_blocks
 
 FRAC = 16
 QUANT = {("float32", "float16"): cube.QuantMode.F322F16,
@@ -167,28 +170,30 @@ class DxKernel(ConvCubeKernel):
         t, p, w = self.t, self.p, self.p.out_dhw[2]
         m, nn = min(t.base_m, self.hw - m0), min(t.base_n, self.n16 - n0)
         h0, h1 = m0 // w, (m0 + m - 1) // w + 1
-        rows, cols = p.h.rows_for(h0, h1), p.w.rows_for(0, w)
+        cols, parts = p.w.rows_for(0, w), row_chunks(p.h, t.dx_step_kh, h0, h1)
         c = self.co1.alloc_tensor("float32")
         first = True
-        if rows.rows and cols.rows:
+        if parts and cols.rows:
             for kd, q in p.depth_taps(di):
                 for k1_lo in range(0, self.k1, t.dx_step_k1):
                     kc1 = min(t.dx_step_k1, self.k1 - k1_lo)
-                    self.load_a1(n, g, q, k1_lo, kc1, rows, cols)
-                    self.load_b1(g, kd, k1_lo, kc1, n0, nn)
-                    self.chunk(c, kc1, rows, cols, m0 - h0 * w, m, nn, first)
-                    first = False
+                    for kr0, krn, rows in parts:
+                        self.load_a1(n, g, q, k1_lo, kc1, rows, cols)
+                        self.load_b1(g, kd, k1_lo, kc1, n0, nn, (kr0, krn))
+                        self.chunk(c, kc1, (rows, krn), cols, m0 - h0 * w, m, nn, first)
+                        first = False
         if first:
             self.zero_block(c, m, nn)
         dst = self.out[((n * p.groups + g) * p.out_dhw[0] + di) * self.hw * self.n16
                        + m0 * self.n16 + n0]
         self.copy_out(c, dst, m, nn, self.n16)
 
-    def chunk(self, c, kc1, rows, cols, m_start, m, nn, first):
-        """The base_k steps of one L1 chunk: img2col into L0A, weight rows into L0B, Mmad."""
+    def chunk(self, c, kc1, rows_kh, cols, m_start, m, nn, first):
+        """The base_k steps of one L1 chunk (``kh`` kernel rows of ``kc1`` channel blocks):
+        img2col into L0A, weight rows into L0B, Mmad."""
         t, p, c0 = self.t, self.p, self.c0
         a1, b1 = self.a1.deque(), self.b1.deque()
-        kh, kw = p.kdhw[1:]
+        (rows, kh), kw = rows_kh, p.kdhw[2]
         kchunk, nb1 = kc1 * kh * kw * c0, nn // FRAC
         for k_lo in range(0, kchunk, t.base_k):
             kl = min(t.base_k, kchunk - k_lo)
@@ -262,16 +267,38 @@ class DxKernel(ConvCubeKernel):
                           DataCopyParams(block_count=w_last - w_first + 1, block_len=1,
                                          dst_stride=sw - 1))
 
-    def load_b1(self, g, kd, k1_lo, kc1, n0, nn):
+    def load_b1(self, g, kd, k1_lo, kc1, n0, nn, krows):
+        """The weight rows (taps) of kernel rows ``krows`` = (first, count) of the chunk's
+        channel blocks: one DataCopy, or one per channel block when not all rows."""
         kh, kw = self.p.kdhw[1:]
+        kr0, krn = krows
         n1 = self.n16 // FRAC
         frac = FRAC * self.c0
         b1 = self.b1.alloc_tensor(self.cd)
         row0 = ((g * self.p.kdhw[0] + kd) * self.k1 + k1_lo) * kh * kw
-        data_copy(b1, self.wb[(row0 * n1 + n0 // FRAC) * frac], DataCopyParams(
-            block_count=kc1 * kh * kw, block_len=nn // FRAC * 16, src_stride=(n1 - nn // FRAC)
-            * 16))
+        params = DataCopyParams(block_count=kc1 * kh * kw if krn == kh else krn * kw,
+                                block_len=nn // FRAC * 16, src_stride=(n1 - nn // FRAC) * 16)
+        if krn == kh:
+            data_copy(b1, self.wb[(row0 * n1 + n0 // FRAC) * frac], params)
+        else:
+            for k in range(kc1):
+                src = ((row0 + k * kh * kw + kr0 * kw) * n1 + n0 // FRAC) * frac
+                dst = k * krn * kw * (nn // FRAC) * frac
+                data_copy(b1[dst] if dst else b1, self.wb[src], params)
         self.b1.enque(b1)
+
+
+def row_chunks(axis, step: int, i0: int, i1: int) -> list:
+    """(first kernel row, rows, map Window) per chunk of ``step`` kernel rows that outputs
+    [i0, i1) read: each chunk is a convolution with a kernel of its rows on the map shifted by
+    its first row (chunks whose window sees only padding add nothing and are left out)."""
+    out = []
+    for kr0 in range(0, axis.k, step):
+        krn = min(step, axis.k - kr0)
+        rows = replace(axis, off=axis.off - kr0 * axis.d, k=krn).rows_for(i0, i1)
+        if rows.rows:
+            out.append((kr0, krn, rows))
+    return out
 
 
 def copy_map(dst, src, kc1, rows, cols, hw, c0):
@@ -299,6 +326,7 @@ class DwKernel(ConvCubeKernel):
         kh, kw = prob.kdhw[1:]
         self.ncols = self.f1 * kh * kw * self.c0
         self.blocks = blocks      # (mbs, nbs)
+        self.nblocks = dw_n_blocks(prob, tiling, self.c0)
         cube.set_hf32_mode(hf32)
 
     def process(self):
@@ -310,14 +338,15 @@ class DwKernel(ConvCubeKernel):
             rest, nb = divmod(rest, nbs)
             rest, mb = divmod(rest, mbs)
             g, kd = divmod(rest, p.kdhw[0])
-            self.block(part, g, kd, mb, nb * t.base_n)
+            self.block(part, g, kd, mb, self.nblocks[nb])
 
-    def block(self, part, g, kd, mb, n0):
+    def block(self, part, g, kd, mb, nblock):
+        """One (M block, N block = (first column, columns, first kernel row, kernel rows))."""
         t, p = self.t, self.p
         mc1 = t.base_m // self.c0
         k1_lo = mb * mc1
         kc1 = min(mc1, self.g1 - k1_lo)
-        nn = min(t.base_n, self.ncols - n0)
+        n0, nn = nblock[:2]
         slices = p.n * p.grad_dhw[0]
         lo, hi = part * slices // t.dw_k_parts, (part + 1) * slices // t.dw_k_parts
         c = self.co1.alloc_tensor("float32")
@@ -326,7 +355,7 @@ class DwKernel(ConvCubeKernel):
             n, dg = divmod(s, p.grad_dhw[0])
             df = p.feature_slice(kd, dg)
             if df >= 0:
-                first = self.slice(c, n, g, dg, df, k1_lo, kc1, n0, nn, first)
+                first = self.slice(c, (n, g, dg, df), k1_lo, kc1, nblock, first)
         if first:
             self.zero_block(c, kc1 * self.c0, nn)
         mr = self.g1 * self.c0
@@ -336,20 +365,25 @@ class DwKernel(ConvCubeKernel):
         self.copy_out(c, self.ws[row0 * self.ncols + n0], kc1 * self.c0, nn, self.ncols,
                       atomic)
 
-    def slice(self, c, n, g, dg, df, k1_lo, kc1, n0, nn, first) -> bool:
-        """Accumulate one (n, depth) slice's positions; returns the new ``first``."""
+    def slice(self, c, at, k1_lo, kc1, nblock, first) -> bool:
+        """Accumulate one (n, depth) slice's positions; returns the new ``first``. The feature
+        rows are those the N block's kernel rows reach (a convolution with a kernel of those
+        rows on the map shifted by the first of them)."""
         t, p = self.t, self.p
+        n, g, dg, df = at
+        n0, nn, kr0, krn = nblock
         hg, wg = p.grad_dhw[1:]
         cols = p.w.rows_for(0, wg)
+        sub = replace(p.h, off=p.h.off - kr0 * p.h.d, k=krn)
         for p0 in range(0, hg * wg, t.dw_step_k):
             p1 = min(hg * wg, p0 + t.dw_step_k)
             r0, r1 = p0 // wg, (p1 - 1) // wg + 1
-            rows = p.h.rows_for(r0, r1)
+            rows = sub.rows_for(r0, r1)
             if not (rows.rows and cols.rows):
                 continue   # the window sees only padding: a zero contribution
             self.load_grad(n, g, dg, k1_lo, kc1, r0, r1)
             fk = self.load_feature(n, g, df, n0, nn, rows, cols)
-            self.chunk(c, kc1, fk, rows, cols, (p0, p1, r0), n0, nn, first)
+            self.chunk(c, kc1, fk, (rows, cols), (p0, p1, r0), nblock, first)
             first = False
         return first
 
@@ -375,11 +409,13 @@ class DwKernel(ConvCubeKernel):
         self.b1.enque(b1)
         return f_lo, f_hi - f_lo
 
-    def chunk(self, c, kc1, fk, rows, cols, span, n0, nn, first):
+    def chunk(self, c, kc1, fk, window, span, nblock, first):
         t, p, c0 = self.t, self.p, self.c0
         p0, p1, r0 = span
         f_lo, fc1 = fk
-        kh, kw = p.kdhw[1:]
+        rows, cols = window
+        n0, nn, kr0, kh = nblock
+        kw = p.kdhw[2]
         wg = p.grad_dhw[2]
         a1, b1 = self.a1.deque(), self.b1.deque()
         for k_lo in range(p0, p1, t.base_k):
@@ -394,7 +430,7 @@ class DwKernel(ConvCubeKernel):
             cube.load_data(b2, b1, cube.LoadData3DParamsV2(
                 pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi), l1_h=rows.rows,
                 l1_w=cols.rows, channel_size=fc1 * c0, k_extension=nn, m_extension=kl,
-                k_start_pt=n0 - f_lo * kh * kw * c0, m_start_pt=k_lo - r0 * wg,
+                k_start_pt=n0 - (f_lo * p.kdhw[1] + kr0) * kw * c0, m_start_pt=k_lo - r0 * wg,
                 stride_w=p.w.stride, stride_h=p.h.stride, filter_w=kw, filter_h=kh,
                 dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
             self.b2.enque(b2)

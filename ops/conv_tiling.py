@@ -19,6 +19,7 @@ from npusim.ops.common import ceil_div, override, round_up
 OP = "aclnnConvolutionBackward"
 BEST_BASE_M, BEST_BASE_N = 128, 256
 MAX_DW_STEP_TILES = 8   # base_k tiles per dw L1 chunk at most
+LOAD3D_MAX_PAD = 255    # LoadData3DParamsV2 padList entries are 8 bits (isa/load.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +30,13 @@ class ConvBackwardTiling:
     base_n: int          # GEMM columns: dx input channels, dw (Cin1, kh, kw, C0) columns
     base_k: int          # K elements per L0A/L0B tile (multiple of C0)
     dx_step_k1: int      # gradOutput channel blocks (C0 each) per dx L1 chunk
+    dx_step_kh: int      # kernel rows per dx L1 chunk: kH, or fewer when one channel block
+                         # of all kH x kW taps does not fit L1 (then dx_step_k1 = 1)
     dw_step_k: int       # grad positions per dw L1 chunk (multiple of base_k)
+    dw_step_kh: int      # 0: dw N blocks run across the (Cin1, kh, kw, C0) columns and L1
+                         # holds the feature rows of all kH kernel rows; r > 0: N blocks stay
+                         # in one channel block and r kernel rows, L1 holds the feature rows
+                         # those rows reach (the default when the first does not fit L1)
     l1_buffers: int      # A1/B1 buffers: 2 double buffers L1, 1 does not
     l0_buffers: int      # A2/B2 buffers: 2 double buffers L0A/L0B, 1 does not
     dx_block_dim: int    # cube cores of the dx kernel
@@ -41,14 +48,15 @@ class ConvBackwardTiling:
 
 
 def dx_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
-    """(A1, B1) bytes of one dx L1 chunk of ``t.dx_step_k1`` channel blocks."""
+    """(A1, B1) bytes of one dx L1 chunk: ``t.dx_step_k1`` channel blocks x ``t.dx_step_kh``
+    kernel rows (the map rows those kernel rows reach)."""
     h, w = p.out_dhw[1:]
+    kr, kw = min(t.dx_step_kh, p.kdhw[1]), p.kdhw[2]
     hrows = min(h, ceil_div(t.base_m, w) + 1)
-    rows = min(p.h.length, (hrows - 1) * p.h.stride + p.h.span)
+    rows = min(p.h.length, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols = min(p.w.length, (w - 1) * p.w.stride + p.w.span)
-    kh, kw = p.kdhw[1:]
     a1 = t.dx_step_k1 * rows * cols * c0 * item
-    b1 = t.dx_step_k1 * kh * kw * (t.base_n // 16) * 512
+    b1 = t.dx_step_k1 * kr * kw * (t.base_n // 16) * 512
     return a1, b1
 
 
@@ -56,34 +64,126 @@ def dw_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     """(A1, B1) bytes of one dw L1 chunk of ``t.dw_step_k`` positions."""
     hg, wg = p.grad_dhw[1:]
     kh, kw = p.kdhw[1:]
+    kr = dw_block_rows(p, t, c0)
     rows_g = min(hg, ceil_div(t.dw_step_k, wg) + 1)
-    rows_f = min(p.feat_dhw[1], (rows_g - 1) * p.h.stride + p.h.span)
+    rows_f = min(p.feat_dhw[1], (rows_g - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols_f = min(p.feat_dhw[2], (wg - 1) * p.w.stride + p.w.span)
     fc1 = min(ceil_div(p.fc, c0), ceil_div(t.base_n, kh * kw * c0) + 1)
+    if t.dw_step_kh:
+        fc1 = 1
     a1 = (t.base_m // c0) * rows_g * wg * c0 * item
     b1 = fc1 * rows_f * cols_f * c0 * item
     return a1, b1
 
 
+def dw_block_rows(p, t, c0: int) -> int:
+    """The most kernel rows one dw N block's columns reach."""
+    kh, kw = p.kdhw[1:]
+    if not t.dw_step_kh:
+        return kh
+    taps = max(1, t.base_n // c0)
+    return min(kh, t.dw_step_kh, (taps - 1 + kw - 1) // kw + 1)
+
+
+def dw_n_blocks(p, t, c0: int) -> list[tuple[int, int, int, int]]:
+    """The dw N blocks as (first column, columns, first kernel row, kernel rows)."""
+    kh, kw = p.kdhw[1:]
+    f1, per_f, per_row = ceil_div(p.fc, c0), kh * kw * c0, kw * c0
+    if not t.dw_step_kh:
+        total = f1 * per_f
+        return [(n0, min(t.base_n, total - n0), 0, kh) for n0 in range(0, total, t.base_n)]
+    out = []
+    for f in range(f1):
+        for r0 in range(0, kh, t.dw_step_kh):
+            cols = min(t.dw_step_kh, kh - r0) * per_row
+            for j in range(0, cols, t.base_n):
+                nn = min(t.base_n, cols - j)
+                lo, hi = r0 + j // per_row, r0 + (j + nn - 1) // per_row
+                out.append((f * per_f + r0 * per_row + j, nn, lo, hi - lo + 1))
+    return out
+
+
 def default_tiling(chip, dx, dw, c0: int, item: int, bias_n: int) -> ConvBackwardTiling:
     """The default tiling; ``dx`` / ``dw`` are the problems (None when masked out)."""
-    base_k = 128 // item
-    t = ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, base_k=base_k,
-                           dx_step_k1=1, dw_step_k=base_k, l1_buffers=2, l0_buffers=2,
-                           dx_block_dim=1, dw_block_dim=1, dw_k_parts=1, deterministic=False,
-                           bias_block_dim=max(1, min(chip.vector_core_count, bias_n)),
-                           bias_tile=4096)
+    return derive(chip, _start(chip, dx, item, bias_n), dx, dw, c0, item, set())
+
+
+def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
+    """The fields nothing is derived from (and placeholders for the derived ones)."""
+    return ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, base_k=128 // item,
+                              dx_step_k1=1, dx_step_kh=dx.kdhw[1] if dx else 1,
+                              dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
+                              dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
+                              deterministic=False,
+                              bias_block_dim=max(1, min(chip.vector_core_count, bias_n)),
+                              bias_tile=4096)
+
+
+def derive(chip, t, dx, dw, c0, item, fixed) -> ConvBackwardTiling:
+    """Every field not in ``fixed`` (the user's) derived from the others to fit the chip."""
     if dx is not None:
-        t = _replace(t, dx_step_k1=_dx_step(chip, dx, t, c0, item),
-                     dx_block_dim=min(chip.ai_core_count, _dx_tasks(dx, t, c0)))
+        t = _derive_dx(chip, t, dx, c0, item, fixed)
     if dw is not None:
-        t = _replace(t, dw_step_k=_dw_step(chip, dw, t, c0, item))
-        blocks = _dw_blocks(dw, t, c0)
-        slices = dw.n * dw.grad_dhw[0]
-        parts = max(1, min(slices, chip.ai_core_count // max(blocks, 1)))
-        t = _replace(t, dw_k_parts=parts,
-                     dw_block_dim=max(1, min(chip.ai_core_count, blocks * parts)))
+        t = _derive_dw(chip, t, dw, c0, item, fixed)
     return t
+
+
+def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
+    """dx_step_k1 as large as fits L1; if one channel block of all taps does not fit, base_n
+    shrinks to the channels there are, then the chunk takes fewer kernel rows."""
+    free = {f for f in ("dx_step_k1", "dx_step_kh", "base_n") if f not in fixed}
+    if "dx_step_kh" in free:
+        t = _replace(t, dx_step_kh=p.kdhw[1])
+    if "dx_step_k1" in free:
+        t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
+    if not _dx_fits(chip, p, t, c0, item) and "base_n" in free:
+        t = _replace(t, base_n=min(t.base_n, round_up(p.nc, 16)))
+        if "dx_step_k1" in free:
+            t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
+    if not _dx_fits(chip, p, t, c0, item) and "dx_step_kh" in free:
+        if "dx_step_k1" in free:
+            t = _replace(t, dx_step_k1=1)
+        for kr in range(p.kdhw[1] - 1, 0, -1):
+            t = _replace(t, dx_step_kh=kr)
+            if _dx_fits(chip, p, t, c0, item):
+                break
+    if "dx_block_dim" not in fixed:
+        t = _replace(t, dx_block_dim=min(chip.ai_core_count, _dx_tasks(p, t, c0)))
+    return t
+
+
+def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
+    """dw_step_k as large as fits L1 (N blocks across channel blocks); else N blocks of one
+    channel block and as many kernel rows as fit; then the K split over the cores."""
+    if "dw_step_kh" not in fixed:
+        t = _replace(t, dw_step_kh=0)
+    if "dw_step_k" not in fixed:
+        t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
+    if not _dw_fits(chip, p, t, c0, item) and "dw_step_kh" not in fixed:
+        for kr in range(p.kdhw[1], 0, -1):
+            t = _replace(t, dw_step_kh=kr)
+            if "dw_step_k" not in fixed:
+                t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
+            if _dw_fits(chip, p, t, c0, item):
+                break
+    blocks = _dw_blocks(p, t, c0)
+    slices = p.n * p.grad_dhw[0]
+    if "dw_k_parts" not in fixed:
+        t = _replace(t, dw_k_parts=max(1, min(slices, chip.ai_core_count // max(blocks, 1))))
+    if "dw_block_dim" not in fixed:
+        t = _replace(t, dw_block_dim=max(1, min(chip.ai_core_count, blocks * t.dw_k_parts)))
+    return t
+
+
+def _dx_fits(chip, p, t, c0, item) -> bool:
+    a1, b1 = dx_l1_bytes(p, t, c0, item)
+    return (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
+            and (chip.has_fixpipe or a1 <= chip.ub_bytes // 2))
+
+
+def _dw_fits(chip, p, t, c0, item) -> bool:
+    a1, b1 = dw_l1_bytes(p, t, c0, item)
+    return t.l1_buffers * (a1 + b1) <= chip.l1_bytes
 
 
 def _replace(t, **fields):
@@ -98,10 +198,8 @@ def _dx_tasks(p, t, c0) -> int:
 
 def dw_block_grid(p, t, c0) -> tuple[int, int]:
     """(M blocks, N blocks) of one (group, kd) dw GEMM."""
-    kh, kw = p.kdhw[1:]
     mbs = ceil_div(ceil_div(p.gc, c0), t.base_m // c0)
-    nbs = ceil_div(ceil_div(p.fc, c0) * kh * kw * c0, t.base_n)
-    return mbs, nbs
+    return mbs, len(dw_n_blocks(p, t, c0))
 
 
 def _dw_blocks(p, t, c0) -> int:
@@ -110,32 +208,32 @@ def _dw_blocks(p, t, c0) -> int:
 
 
 def _dx_step(chip, p, t, c0, item) -> int:
-    k1 = ceil_div(p.kc, c0)
-    for step in range(k1, 0, -1):
-        a1, b1 = dx_l1_bytes(p, _replace(t, dx_step_k1=step), c0, item)
-        if t.l1_buffers * (a1 + b1) <= chip.l1_bytes and (chip.has_fixpipe or
-                                                          a1 <= chip.ub_bytes // 2):
+    """The most channel blocks per dx L1 chunk that fit (0: not even one)."""
+    for step in range(ceil_div(p.kc, c0), 0, -1):
+        if _dx_fits(chip, p, _replace(t, dx_step_k1=step), c0, item):
             return step
-    return 1
+    return 0
 
 
 def _dw_step(chip, p, t, c0, item) -> int:
+    """The most grad positions per dw L1 chunk that fit (0: not even base_k)."""
+    if t.base_k <= 0:
+        return 0
     positions = p.grad_dhw[1] * p.grad_dhw[2]
     top = min(round_up(positions, t.base_k), MAX_DW_STEP_TILES * t.base_k)
     for step in range(top, 0, -t.base_k):
-        a1, b1 = dw_l1_bytes(p, _replace(t, dw_step_k=step), c0, item)
-        if t.l1_buffers * (a1 + b1) <= chip.l1_bytes:
+        if _dw_fits(chip, p, _replace(t, dw_step_k=step), c0, item):
             return step
-    return t.base_k
+    return 0
 
 
 def conv_tiling(chip, dx, dw, c0, item, bias_n, overrides) -> ConvBackwardTiling:
-    """The default tiling with the user's ``overrides``, validated."""
-    t = default_tiling(chip, dx, dw, c0, item, bias_n)
-    if not overrides:
-        return t
-    t = override(t, overrides, OP)
-    validate(chip, t, dx, dw, c0, item)
+    """The user's ``overrides``, every other field derived from them, validated."""
+    t = override(_start(chip, dx, item, bias_n), overrides, OP)
+    fixed = set(overrides or ())
+    _validate_blocks(t, c0)
+    t = derive(chip, t, dx, dw, c0, item, fixed)
+    validate(chip, t, dx, dw, c0, item, fixed)
     return t
 
 
@@ -144,8 +242,8 @@ def _require(ok: bool, what: str) -> None:
         raise TilingError(f"{OP}: {what}")
 
 
-def validate(chip, t, dx, dw, c0, item) -> None:
-    """TilingError for an override that cannot work on ``chip``."""
+def _validate_blocks(t, c0) -> None:
+    """The fields the derivation divides by."""
     _require(t.base_m > 0 and t.base_m % 16 == 0, f"base_m = {t.base_m}: a positive multiple "
              "of 16")
     _require(t.base_n > 0 and t.base_n % 16 == 0, f"base_n = {t.base_n}: a positive multiple "
@@ -154,6 +252,12 @@ def validate(chip, t, dx, dw, c0, item) -> None:
              f"of C0 = {c0}")
     _require(t.l1_buffers in (1, 2) and t.l0_buffers in (1, 2), "l1_buffers and l0_buffers: "
              "allowed 1 or 2")
+
+
+def validate(chip, t, dx, dw, c0, item, fixed=frozenset(("base_m",))) -> None:
+    """TilingError for a tiling that cannot work on ``chip``: about a field the user set
+    (``fixed``), or, when only derived fields are involved, about the shape."""
+    _validate_blocks(t, c0)
     _require((t.base_k // c0) * (t.base_n // 16) <= 255, f"base_k / {c0} x base_n / 16 = "
              f"{(t.base_k // c0) * (t.base_n // 16)} fractals per LoadData2D; at most 255")
     l0a, l0b = t.l0_buffers * t.base_m * t.base_k * item, t.l0_buffers * t.base_n * t.base_k * item
@@ -168,31 +272,91 @@ def validate(chip, t, dx, dw, c0, item) -> None:
              <= chip.ub_bytes, f"bias_tile = {t.bias_tile}: a positive multiple of 64 whose "
              "buffers fit UB")
     if dx is not None:
-        _validate_dx(chip, t, dx, c0, item)
+        _validate_dx(chip, t, dx, c0, item, fixed)
     if dw is not None:
-        _validate_dw(chip, t, dw, c0, item)
+        _validate_dw(chip, t, dw, c0, item, fixed)
 
 
-def _validate_dx(chip, t, p, c0, item) -> None:
+DX_FIELDS = ("base_m", "base_n", "dx_step_k1", "dx_step_kh", "l1_buffers")
+DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers")
+
+
+def _validate_dx(chip, t, p, c0, item, fixed) -> None:
+    kh, kw = p.kdhw[1:]
     _require(1 <= t.dx_step_k1 <= ceil_div(p.kc, c0), f"dx_step_k1 = {t.dx_step_k1}: 1 to "
              f"{ceil_div(p.kc, c0)} channel blocks")
+    _require(1 <= t.dx_step_kh <= kh, f"dx_step_kh = {t.dx_step_kh}: 1 to kH = {kh} rows")
+    _require(t.dx_step_kh == kh or t.dx_step_k1 == 1, f"dx_step_kh = {t.dx_step_kh} < kH = "
+             f"{kh} needs dx_step_k1 = 1 (K runs channel block by channel block)")
     a1, b1 = dx_l1_bytes(p, t, c0, item)
+    ok = (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
+          and (chip.has_fixpipe or a1 <= chip.ub_bytes // 2))
+    if not ok and not fixed & set(DX_FIELDS):
+        raise TilingError(
+            f"{OP}: gradInput of this shape cannot run on {chip.name}: one kernel row "
+            f"({kw} taps of weight {kh} x {kw}) of one {c0}-channel block with the gradOutput "
+            f"map rows it reads ({_map_cols(p.w, p.out_dhw[2])} columns wide) "
+            f"needs {t.l1_buffers} x ({a1} + {b1}) bytes of L1"
+            + ("" if chip.has_fixpipe else f" and {a1} of UB (at most {chip.ub_bytes // 2})")
+            + f"; {chip.name} has {chip.l1_bytes}")
     _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dx L1 chunk needs "
-             f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes}")
+             f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
+             f"(set: {', '.join(sorted(fixed & set(DX_FIELDS)))})")
     _require(chip.has_fixpipe or a1 <= chip.ub_bytes // 2, f"dx stride expansion in UB needs "
              f"{a1} bytes; at most {chip.ub_bytes // 2}")
+    _check_pads("gradInput", (p.h, p.w), p.out_dhw[1:],
+                min(p.out_dhw[1], ceil_div(t.base_m, p.out_dhw[2]) + 1), t.dx_step_kh)
     _require(1 <= t.dx_block_dim <= chip.ai_core_count, f"dx_block_dim = {t.dx_block_dim}: "
              f"1 to {chip.ai_core_count}")
 
 
-def _validate_dw(chip, t, p, c0, item) -> None:
+def _validate_dw(chip, t, p, c0, item, fixed) -> None:
+    kh = p.kdhw[1]
     _require(t.dw_step_k > 0 and t.dw_step_k % t.base_k == 0, f"dw_step_k = {t.dw_step_k}: a "
              f"positive multiple of base_k = {t.base_k}")
+    _require(0 <= t.dw_step_kh <= kh, f"dw_step_kh = {t.dw_step_kh}: 0 (N blocks across "
+             f"channel blocks) or 1 to kH = {kh} kernel rows")
     a1, b1 = dw_l1_bytes(p, t, c0, item)
+    if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
+        raise TilingError(
+            f"{OP}: gradWeight of this shape cannot run on {chip.name}: {t.dw_step_k} grad "
+            f"positions (grad width {p.grad_dhw[2]}) with the feature rows one kernel row "
+            f"reaches ({_map_cols(p.w, p.grad_dhw[2])} columns wide, kernel {kh} x "
+            f"{p.kdhw[2]}) need "
+            f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1; {chip.name} has {chip.l1_bytes}")
     _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dw L1 chunk needs "
-             f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes}")
+             f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
+             f"(set: {', '.join(sorted(fixed & set(DW_FIELDS)))})")
+    hg, wg = p.grad_dhw[1:]
+    _check_pads("gradWeight", (p.h, p.w), (hg, wg), min(hg, ceil_div(t.dw_step_k, wg) + 1),
+                dw_block_rows(p, t, c0))
     slices = p.n * p.grad_dhw[0]
     _require(1 <= t.dw_k_parts <= max(1, slices), f"dw_k_parts = {t.dw_k_parts}: 1 to "
              f"{max(1, slices)} (the (n, depth) slices)")
     _require(1 <= t.dw_block_dim <= chip.ai_core_count, f"dw_block_dim = {t.dw_block_dim}: "
              f"1 to {chip.ai_core_count}")
+
+
+def _map_cols(a, out: int) -> int:
+    """Map columns one L1 chunk holds: every column the ``out`` outputs' windows reach."""
+    return min(a.length, (out - 1) * a.stride + a.span)
+
+
+def _check_pads(what, axes, outs, rows, kr) -> None:
+    """img2col (LoadData3D) pads at most 255 rows or columns on each side of the L1 map; a
+    chunk of ``rows`` output rows and ``kr`` kernel rows sees at most its own extent in H."""
+    ah, aw = axes
+    extent = (rows - 1) * ah.stride + (kr - 1) * ah.d
+    pads = {"left": max(0, aw.off),
+            "right": max(0, (outs[1] - 1) * aw.stride - aw.off + aw.span - aw.length),
+            "top": min(max(0, ah.off), extent),
+            "bottom": min(max(0, (outs[0] - 1) * ah.stride - ah.off + ah.span - ah.length),
+                          extent)}
+    worst = max(pads, key=pads.get)
+    if pads[worst] > LOAD3D_MAX_PAD:
+        unit, a = ("columns", aw) if worst in ("left", "right") else ("rows", ah)
+        raise TilingError(
+            f"{OP}: {what} of this shape cannot run: its img2col window reaches "
+            f"{pads[worst]} {unit} of padding ({worst}) beyond the map (kernel span "
+            f"(k - 1) x dilation + 1 = {a.span}, window offset {a.off}); LoadData3D pads at "
+            f"most {LOAD3D_MAX_PAD}")

@@ -36,6 +36,7 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div, round_up
+from npusim.ops.transdata_taps import dw_out_by_taps, weight_dx_by_taps
 
 TABLE_EVENT = 5   # event id of the table hand-over flags (the queues use ids from 0 up)
 
@@ -55,6 +56,8 @@ class Piece:
     count_stride: int   # elements between runs
     length: int         # elements per run
     table: int          # index of the offset table
+    src_outer: int = 1          # source repeats of ``rows`` rows (one DataCopyPad each)
+    src_outer_stride: int = 0   # elements between source repeats
 
 
 @dataclass
@@ -77,9 +80,9 @@ class TransPlan:
             self.tables.append(np.asarray(build(), np.uint32))
         return self.keys[key]
 
-    def add(self, *geometry, table: int) -> None:
+    def add(self, *geometry, table: int, src_outer: int = 1, src_outer_stride: int = 0) -> None:
         """Append a Piece; its table is padded (offset 0) to the elements the Gather writes."""
-        piece = Piece(*geometry, table)
+        piece = Piece(*geometry, table, src_outer, src_outer_stride)
         need = piece.outer * piece.count * self.out_pitch(piece.length)
         have = self.tables[table]
         if have.size < need:
@@ -169,15 +172,16 @@ class TransDataKernel(Kernel):
 
     def copy_in(self, p: Piece):
         t = self.in_que.alloc_tensor(self.plan.src_dtype)
-        item = self.plan.in_item
-        data_copy_pad(t, self.src[p.src], DataCopyExtParams(
-            block_count=p.rows, block_len=p.row_len * item,
-            src_stride=(p.row_stride - p.row_len) * item))
+        item, block = self.plan.in_item, p.rows * self.plan.in_pitch(p.row_len)
+        for o in range(p.src_outer):
+            data_copy_pad(t[o * block] if o else t, self.src[p.src + o * p.src_outer_stride],
+                          DataCopyExtParams(block_count=p.rows, block_len=p.row_len * item,
+                                            src_stride=(p.row_stride - p.row_len) * item))
         self.in_que.enque(t)
 
     def compute(self, p: Piece):
         t = self.in_que.deque()
-        zero_at = p.rows * self.plan.in_pitch(p.row_len)
+        zero_at = p.src_outer * p.rows * self.plan.in_pitch(p.row_len)
         vec.duplicate(t[zero_at], 0, 32 // self.plan.in_item)
         n = p.outer * p.count * self.plan.out_pitch(p.length)
         out = self.out_que.alloc_tensor(self.plan.dst_dtype)
@@ -245,9 +249,12 @@ def plan_weight_dx(chip, name, w_shape, groups, kc, nc, transposed, k0, src_dtyp
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
     frac = 16 * k0
-    step1 = max(1, min(n1, out_e // (kvol * frac), in_e // (k0 * kvol * 16)))
+    step1 = min(n1, out_e // (kvol * frac), in_e // (k0 * kvol * 16))
     if transposed:
-        step1 = max(1, min(step1, in_e // (16 * round_up(k0 * kvol, 16))))
+        step1 = min(step1, in_e // (16 * round_up(k0 * kvol, 16)))
+    if step1 < 1:   # one block of all taps does not fit UB: cut the taps
+        weight_dx_by_taps(plan, w_shape, groups, kc, nc, transposed, k0)
+        return plan
     for g in range(groups):
         for a in range(k1):
             krows = min(k0, kc - a * k0)
@@ -322,6 +329,11 @@ def plan_dw_out(chip, name, ws_shape, w_shape, groups, c0, src_dtype, dst_dtype)
     f1 = ceil_div(fc, c0)
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    nch1 = min(c0, fc)
+    row1 = plan.out_pitch(nch1 * khw) if kd == 1 else plan.out_pitch(khw) * nch1
+    if in_e < plan.in_pitch(khw * c0) or out_e < row1:   # one row of one channel block's
+        dw_out_by_taps(plan, ws_shape, w_shape, groups, c0)   # taps does not fit UB: cut
+        return plan                                           # the taps
     fstep = max(1, min(f1, in_e // (khw * c0) // 16))
     for g in range(groups):
         for z in range(kd):

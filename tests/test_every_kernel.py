@@ -36,6 +36,18 @@ def conv(chip, *, deterministic=False, transposed=False, **options):
         tiling={"dw_k_parts": 2, "deterministic": deterministic}, **options)
 
 
+def conv_kernel_rows(chip, **options):
+    """A 9 x 9 kernel cut by kernel rows: TransData pieces of a few taps, dx chunks of 3 kernel
+    rows, dw N blocks of 2 kernel rows in one channel block."""
+    rng = np.random.default_rng(16)
+    x = rng.uniform(-1, 1, (1, 3, 12, 11)).astype(np.float16)
+    w = rng.uniform(-1, 1, (5, 3, 9, 9)).astype(np.float16)
+    dy = rng.uniform(-1, 1, (1, 5, 6, 5)).astype(np.float16)
+    return ops.convolution_backward(
+        dy, x, w, bias_sizes=[5], stride=[1, 1], padding=[1, 1], dilation=[1, 1], chip=chip,
+        tiling={"dx_step_kh": 3, "dw_step_kh": 2, "dw_k_parts": 1}, **options)
+
+
 def moe(chip, **options):
     """MoeTokenPermuteGrad with dropped copies, a chunked row and batched indices (A2 only)."""
     if npusim.load_chip(chip).product != "atlas-a2":
@@ -98,6 +110,7 @@ KERNELS = {
     "convolution_backward deterministic dw": lambda chip, **o: conv(chip, deterministic=True,
                                                                     **o),
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
+    "convolution_backward kernel rows": conv_kernel_rows,
     "moe_token_permute_grad": moe,
     "cross_entropy_loss_grad + contiguous": cross_entropy,
     "embedding_dense_backward sorted (sort, casts, D chunks)":

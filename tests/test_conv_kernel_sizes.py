@@ -1,0 +1,190 @@
+"""ConvolutionBackward over kernel sizes 1-255 on the default tiling (issue 17, item 1).
+
+Small kernels run with numerics: every output bit-identical to the golden and within
+tolerance of torch (float64). The largest run timing-only (numerics off), and 255 x 255 is
+checked at the tiling (its run takes over a minute). Shapes the kernels truly cannot run give
+one TilingError naming the shape, never an L1/UB error about a buffer the user never set.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_op_convolution_backward import check, make_case
+
+from npusim import load_chip, ops
+from npusim.errors import TilingError
+from npusim.ops.conv_args import check_convolution_backward
+from npusim.ops.conv_geometry import dw_problem, dx_problem
+from npusim.ops.conv_tiling import conv_tiling, dw_l1_bytes, dx_l1_bytes
+
+CHIPS = ("atlas-a2", "atlas-training")
+ONE = dict(dw_k_parts=1)   # gradWeight without atomic adds: bit-exact to the golden
+
+
+def cfg2(s=1, p=0, d=1, **extra):
+    return dict(stride=[s, s], padding=[p, p], dilation=[d, d], **extra)
+
+
+def fits_input(k, s=1, p=0, d=1, extra=2):
+    return (k - 1) * d + 1 + extra - 2 * p
+
+
+SQUARE = [1, 2, 3, 5, 7, 9, 11, 13, 16, 31]
+RECT = [(1, 7), (7, 1), (3, 16), (16, 3), (5, 33), (49, 2), (2, 64)]
+LINE = [1, 2, 3, 5, 9, 16, 31, 33, 49, 64, 127, 255]
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("k", SQUARE)
+def test_square_kernels(chip, k):
+    sp = (fits_input(k), fits_input(k) + 1)
+    check(chip, *make_case(np.float16, 1, 3, 5, sp, (k, k), cfg2()), cfg2(), tiling=ONE)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("k", RECT)
+def test_rectangular_kernels(chip, k):
+    sp = (fits_input(k[0]), fits_input(k[1]))
+    check(chip, *make_case(np.float16, 1, 3, 5, sp, k, cfg2()), cfg2(), tiling=ONE)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("k", LINE)
+def test_1d_lengths(chip, k):
+    cfg = dict(stride=[1], padding=[1], dilation=[1])
+    check(chip, *make_case(np.float16, 1, 2, 3, (k + 3,), (k,), cfg), cfg, tiling=ONE)
+
+
+STRIDED = [  # (n, cin, cout, spatial, kernel, cfg)
+    (2, 3, 5, (8, 8), (7, 7), cfg2(2, 3)),                     # ResNet-50's stem
+    (1, 3, 5, (12, 12), (6, 6), cfg2()),
+    (1, 3, 5, (12, 12), (7, 7), cfg2()),
+    (1, 2, 3, (19, 18), (9, 9), cfg2(2, 3, 2)),
+    (1, 2, 3, (38, 37), (13, 13), cfg2(1, 0, 3)),
+    (1, 2, 3, (33, 35), (31, 31), cfg2(3, 5)),
+    (1, 40, 24, (13, 13), (11, 11), cfg2(1, 1)),                # several channel blocks
+    (1, 3, 5, (6, 7), (9, 9), cfg2(2, 1, 1, transposed=True, output_padding=[1, 0])),
+    (1, 2, 3, (6, 9, 9), (3, 9, 9), dict(stride=[1, 1, 1], padding=[1, 0, 0],
+                                          dilation=[1, 1, 1])),
+    (1, 2, 3, (9, 30), (9, 16), dict(stride=[1, 2], padding=[1, 2, 0, 3], dilation=[1, 1],
+                                     groups=1)),
+]
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("case", range(len(STRIDED)))
+def test_strides_padding_dilation(chip, case):
+    n, cin, cout, sp, k, cfg = STRIDED[case]
+    if len(sp) == 3 and chip != "atlas-a2":
+        pytest.skip("3D convolution is Atlas A2 only")
+    check(chip, *make_case(np.float16, n, cin, cout, sp, k, cfg), cfg, tiling=ONE)
+
+
+@pytest.mark.parametrize("chip, cmt", [("atlas-a2", 0), ("atlas-training", 1)])
+def test_fp32_large_kernel(chip, cmt):
+    """fp32 (C0 = 8 on the A2's fp32 cube; fp16 cube and a Cast in TransData on training)."""
+    cfg = cfg2(1, 1, cmt=cmt)
+    check(chip, *make_case(np.float32, 1, 3, 5, (13, 14), (11, 11), cfg), cfg, tiling=ONE)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("k", [(64, 64), (127, 3), (3, 127), (255, 5)])
+def test_huge_kernels_timing_only(chip, k):
+    dy, x, w = make_case(np.float16, 1, 2, 3, (fits_input(k[0]), fits_input(k[1])), k, cfg2())
+    r = ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1, 1], padding=[0, 0],
+                                 dilation=[1, 1], chip=chip, numerics=False, trace=False)
+    assert r.cycles > 0 and r.outputs["gradWeight"].shape == w.shape
+
+
+def tiling_of(chip, shape, k, tiling=None, **cfg):
+    x, w = np.zeros(shape, np.float16), np.zeros((3, shape[1], *k), np.float16)
+    out = [(n - kk) + 1 for n, kk in zip(shape[2:], k, strict=True)]
+    dy = np.zeros((shape[0], 3, *out), np.float16)
+    nsp = len(k)
+    spec = check_convolution_backward(
+        chip, dy, x, w, bias_sizes=[3], stride=[1] * nsp, padding=[0] * nsp,
+        dilation=[1] * nsp, transposed=False, output_padding=[0] * nsp, groups=1,
+        output_mask=(True, True, True), cube_math_type=1)
+    dx = dx_problem(spec.n, 1, spec.cin, spec.cout, spec.axes, False)
+    dw = dw_problem(spec.n, 1, spec.cin, spec.cout, spec.axes, False)
+    return dx, dw, conv_tiling(chip, dx, dw, 16, 2, 3, tiling)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_255_square_tiling_fits(chip):
+    """255 x 255 (the seed's A2 maximum): the derived tiling fits L1 (running it takes a
+    minute, so it is checked here at the tiling)."""
+    c = load_chip(chip)
+    dx, dw, t = tiling_of(c, (1, 2, 257, 257), (255, 255))
+    assert t.dx_step_kh < 255 and t.dw_step_kh > 0
+    assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
+    assert t.l1_buffers * sum(dw_l1_bytes(dw, t, 16, 2)) <= c.l1_bytes
+
+
+def test_default_keeps_the_whole_kernel_when_it_fits():
+    """Shapes that ran before keep their tiling: all kernel rows, base_n 256."""
+    _, _, t = tiling_of(load_chip("atlas-a2"), (2, 32, 28, 28), (3, 3))
+    assert (t.dx_step_kh, t.dw_step_kh, t.base_n) == (3, 0, 256)
+
+
+def test_stem_shrinks_base_n_to_the_channels():
+    _, _, t = tiling_of(load_chip("atlas-a2"), (2, 3, 8, 8), (7, 7))
+    assert t.base_n == 16 and t.dx_step_kh == 7
+
+
+def test_overriding_one_field_derives_the_others():
+    """base_n = 256 on the stem: the kernel rows per chunk are derived to fit L1."""
+    c = load_chip("atlas-a2")
+    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"base_n": 256})
+    assert t.base_n == 256 and t.dx_step_kh < 7
+    assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("fields", [{"dx_step_kh": 1}, {"dx_step_kh": 2, "dw_step_kh": 1},
+                                    {"dw_step_kh": 3, "base_n": 32}, {"dw_step_kh": 7}])
+def test_kernel_row_overrides_stay_bit_exact(chip, fields):
+    cfg = cfg2(2, 3)
+    check(chip, *make_case(np.float16, 2, 3, 5, (8, 8), (7, 7), cfg), cfg,
+          tiling={**ONE, **fields})
+
+
+@pytest.mark.parametrize("fields, says", [
+    ({"dx_step_kh": 0}, "dx_step_kh = 0: 1 to kH = 7"),
+    ({"dx_step_kh": 3, "dx_step_k1": 2}, "dx_step_kh = 3 < kH = 7 needs dx_step_k1 = 1"),
+    ({"dw_step_kh": 8}, "dw_step_kh = 8: 0 (N blocks across channel blocks) or 1 to kH = 7"),
+])
+def test_kernel_row_fields_checked(fields, says):
+    dy, x, w = make_case(np.float16, 2, 3, 40, (8, 8), (7, 7), cfg2(2, 3))
+    with pytest.raises(TilingError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        ops.convolution_backward(dy, x, w, bias_sizes=[40], stride=[2, 2], padding=[3, 3],
+                                 dilation=[1, 1], tiling=fields, numerics=False)
+
+
+def test_shape_that_cannot_run_says_so_in_terms_of_the_shape():
+    """A map row wider than L1 and an img2col pad beyond LoadData3D's 255: one clear error."""
+    dy, x, w = make_case(np.float16, 1, 2, 3, (40000,), (3,), dict(
+        stride=[1], padding=[0], dilation=[1]))
+    with pytest.raises(TilingError, match="of this shape cannot run on atlas-a2: .* columns"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1], padding=[0],
+                                 dilation=[1], output_padding=[0], numerics=False)
+    cfg = dict(stride=[1], padding=[0], dilation=[3])
+    dy, x, w = make_case(np.float16, 1, 2, 3, (300,), (90,), cfg)
+    with pytest.raises(TilingError, match="padding .* LoadData3D pads at most 255"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1], padding=[0],
+                                 dilation=[3], output_padding=[0], numerics=False)
+
+
+def test_stem_through_the_command():
+    """The issue's reproduction: ResNet-50's stem on atlas-a2 through ``npusim run``."""
+    out = subprocess.run([sys.executable, "-m", "npusim.cli", "run", "convolution_backward",
+                          "--chip", "atlas-a2", "--shape", "2x3x8x8", "--param", "weight=5x7x7",
+                          "--param", "padding=3", "--param", "stride=2", "--tiling",
+                          "dw_k_parts=1"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    for name in ("gradInput", "gradWeight", "gradBias"):
+        assert f"{name}: bit-identical to the golden" in out.stdout
+    assert "dx_step_kh=7" in out.stdout and "base_n=16" in out.stdout
