@@ -1,4 +1,4 @@
-"""The ``npusim`` command: chips, run, compare, sweep, demo, bench.
+"""The ``npusim`` command: chips, run, compare, sweep, predict, demo, bench.
 
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   npusim run silu_backward --chip atlas-a2 --shape 4x1024x1024 --dtype float16 --out silu
   npusim compare silu_backward --dtype bfloat16
   npusim sweep silu_backward --tiling tile_length=pow2:1024:8192 --tiling buffer_num=1,2 --out sw
+  npusim predict resnet50-backward --out resnet50
   npusim demo --out npusim-demo
 """
 
@@ -68,6 +69,18 @@ def _parser() -> argparse.ArgumentParser:
     _op_command(sub, "compare", "run one operator on several chips side by side")
     _op_command(sub, "sweep", "run one operator over a space of tilings: which is fastest, "
                 "why, and at what buffer cost")
+    p = sub.add_parser("predict", help="predict a model step's backward pass from a workload "
+                       "file, on several chips", description="Run every operator call of a "
+                       "workload (models/workloads/*.toml, or a file) timing-only on each chip "
+                       "and write report.md, a standalone report.html and report.json.")
+    p.add_argument("workload", help="a workload name (resnet50-backward, "
+                   "moe-llm-layer-backward) or a .toml file")
+    p.add_argument("--chips", default="atlas-training,atlas-a2",
+                   help="comma-separated chip models (default atlas-training,atlas-a2)")
+    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
+    p.set_defaults(func=_predict)
     p = sub.add_parser("demo", help="every operator on both chips: a Markdown report",
                        description="Run every operator on atlas-training and atlas-a2 at "
                                    "moderate sizes and write a Markdown report with tables "
@@ -182,6 +195,36 @@ def _sweep(args) -> int:
         print(f.read().rstrip())
     print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
     return 1 if any(r["status"] == "mismatch" for r in rows) else 0
+
+
+def _predict(args) -> int:
+    from npusim.outdir import OutputDir
+    from npusim.studies.executor import connect, default_jobs
+    from npusim.studies.predict import predict
+    from npusim.studies.predict_report import headline, write_report
+    from npusim.studies.sweep import Bar
+    from npusim.studies.workload import load_workload
+
+    wl = load_workload(args.workload)
+    chips = [c.strip() for c in args.chips.split(",") if c.strip()]
+    if not chips:
+        raise NpusimError("--chips: name at least one chip (see npusim chips)")
+    client = connect(args.scheduler) if args.scheduler else None
+    with OutputDir(args.out) as out:
+        modelled = sum(c.modelled for c in wl.calls) * len(chips)
+        bar = Bar(modelled, 0, label="predict")
+        try:
+            result = predict(wl, chips, jobs=args.jobs or default_jobs(), scheduler=client,
+                             on_record=lambda i, r: bar.step())
+        finally:
+            bar.close()
+            if client is not None:
+                client.close()
+        names = write_report(result, out)
+    print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(chips)}")
+    print("\n".join(line.replace("**", "") for line in headline(result)))
+    print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0
 
 
 def _seed(text: str) -> int:

@@ -65,7 +65,9 @@ def _fill(record: dict, run, point: dict) -> None:
 
     m = metrics(run)
     record.update(cycles=int(m["cycles"]), time_us=round(m["time_us"], 4),
-                  roofline_ratio=round(m.get("roofline_ratio", 0.0), 4),
+                  roofline_ratio=round(m.get("roofline_ratio", 0.0), 4), bound=m["bound"],
+                  bound_us=round(m["bound_us"], 4), bytes=int(m["bytes"]),
+                  flops=float(m["flops"]),
                   busy={p: round(u, 4) for p, u in m["pipe_utilisation"].items()},
                   peak_bytes=dict(m["peak_live_bytes"]),
                   effective_tiling=tiling_dict(run.result.tiling))

@@ -202,8 +202,8 @@ def record_from_row(row: dict, fields: list) -> dict:
 class Bar:
     """Points done, elapsed and ETA on stderr (in place on a terminal)."""
 
-    def __init__(self, total: int, done: int, stream=None):
-        self.total, self.done, self.fresh = total, done, 0
+    def __init__(self, total: int, done: int, stream=None, label: str = "sweep"):
+        self.total, self.done, self.fresh, self.label = total, done, 0, label
         self.stream = stream if stream is not None else sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.start, self.last = time.perf_counter(), 0.0
@@ -220,8 +220,9 @@ class Bar:
         eta = elapsed / self.fresh * (self.total - self.done) if self.fresh else 0.0
         width = 24
         fill = int(width * self.done / max(self.total, 1))
-        text = (f"sweep [{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} points, "
-                f"{elapsed:.0f} s, ETA {eta:.0f} s")
+        bar = "#" * fill + "." * (width - fill)
+        text = (f"{self.label} [{bar}] {self.done}/{self.total} points, {elapsed:.0f} s, "
+                f"ETA {eta:.0f} s")
         self.stream.write(("\r" + text) if self.tty else text + "\n")
         self.stream.flush()
 
