@@ -16,9 +16,9 @@ from npusim.errors import (
 
 _LAZY = ("ops", "aclnn", "golden", "isa", "models", "dsl", "cases")
 
-__all__ = ["ops", "aclnn", "golden", "sweep", "Chip", "chips", "load_chip", "NpusimError",
-           "ParamError", "TilingError", "ChipModelError", "DeadlockError", "HazardError",
-           "MemoryAccessError", "OutOfMemoryError"]
+__all__ = ["ops", "aclnn", "golden", "sweep", "predict", "Chip", "chips", "load_chip",
+           "NpusimError", "ParamError", "TilingError", "ChipModelError", "DeadlockError",
+           "HazardError", "MemoryAccessError", "OutOfMemoryError"]
 
 # Installed, `isa/`, `ops/` and `models/` live inside this package as npusim.isa, npusim.ops
 # and npusim.models. Run from a source checkout (``python -m npusim.cli`` in the clone), they
@@ -39,4 +39,8 @@ def __getattr__(name):
         from npusim.studies.sweep import sweep
 
         return sweep
+    if name == "predict":   # npusim.predict(workload, chips=...): the prediction table
+        from npusim.studies.predict import predict
+
+        return predict
     raise AttributeError(f"module 'npusim' has no attribute {name!r}")
