@@ -475,7 +475,7 @@ def _emb_flops(args, kwargs):
 
 def _emb_golden_options(result, args, kwargs) -> dict:
     """The tiling the run chose (variant, core split, flush size): the summation order."""
-    return {"chip": result.chip, "tiling": result.tiling}
+    return {"chip": result.chip, "tiling": result.tiling, "atomic": True}
 
 
 EMBEDDING_DENSE_BACKWARD = OpCase(

@@ -419,3 +419,24 @@ def test_single_writer_variants_are_bit_identical_under_jitter(chip, variant, sc
                                                 variant=variant, jitter=(seed, 50.0))
         assert jittered.cycles != plain.cycles
         assert_bit_equal(jittered.outputs["out"], plain.outputs["out"], "out")
+
+
+def test_atomic_golden_bounds_the_timed_order():
+    """For npusim run: the golden of an atomic variant is an AtomicSum whose bound holds the
+    timed result; a wrong kernel (a row off by one grad row) is outside it; the single-writer
+    variants stay plain arrays, checked bit for bit."""
+    from npusim.golden.atomic import AtomicSum
+
+    grad, idx = data((3, 70, 24), 13, seed=2)
+    r = ops.embedding_dense_backward(grad, idx, num_weights=13, variant="sorted",
+                                     tiling={"block_dim": 7})
+    want = golden.embedding_dense_backward(grad, idx, num_weights=13, chip=r.chip,
+                                           tiling=r.tiling, atomic=True)
+    assert isinstance(want, AtomicSum) and want.bound.max() > 0
+    assert want.within(r.outputs["out"]).all()
+    wrong = r.outputs["out"].copy()
+    wrong[int(idx.flat[0])] += grad.reshape(-1, 24)[1]
+    assert not want.within(wrong).all()
+    det = golden.embedding_dense_backward(grad, idx, num_weights=13, variant="deterministic",
+                                          atomic=True)
+    assert isinstance(det, np.ndarray)

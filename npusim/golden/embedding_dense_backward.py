@@ -11,20 +11,24 @@ scale, A2 multiplies each row by the fp32 reciprocal of its count after the sums
 (round to nearest even), as the final Cast kernel does.
 """
 
+import ml_dtypes
 import numpy as np
 
+from npusim.golden.atomic import U32, AtomicSum
 from npusim.ops.embedding_args import cast_indices
 from npusim.ops.embedding_tiling import embedding_tiling
 
 F32 = np.float32
+SINGLE_WRITER = {("deterministic", False), ("deterministic", True), ("v1", True)}
 
 
 def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
                              scale_grad_by_freq=False, chip="atlas-a2", tiling=None,
-                             variant=None):
+                             variant=None, atomic=False):
     """out (num_weights, D) in grad's dtype, summed in the order ``tiling`` (a tiling, or the
     overrides dict for the default one, with ``variant`` as the op takes it) makes the kernels
-    sum."""
+    sum. With ``atomic``, an output whose partial sums meet from several cores comes back as
+    an ``AtomicSum`` carrying the summation-order bound (what ``npusim run`` checks)."""
     from npusim.chip import load_chip
     from npusim.ops.embedding_dense_backward import with_variant
 
@@ -38,20 +42,47 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
     t = tiling if tiling is not None and not isinstance(tiling, dict) else embedding_tiling(
         chip, rows=g.shape[0], dim=g.shape[1], num_weights=num_weights,
         scale=bool(scale_grad_by_freq), overrides=tiling)
-    out = np.zeros((num_weights, g.shape[1]), F32)
     counts = np.bincount(idx[idx != pad], minlength=num_weights).astype(F32) \
         if g.shape[0] else np.zeros(num_weights, F32)
+    recip = np.where(counts > 0, F32(1) / np.maximum(counts, F32(1)), F32(1)).astype(F32)
     if t.variant == "v1" and scale_grad_by_freq:
-        for r in np.flatnonzero(idx != pad):
-            row = (g[r] * (F32(1) / counts[idx[r]])).astype(F32)
-            out[idx[r]] = (out[idx[r]] + row).astype(F32)
+        parts = [(int(idx[r]), (g[r] * recip[idx[r]]).astype(F32))
+                 for r in np.flatnonzero(idx != pad)]
     else:
-        for i, part in FLUSHES[t.variant](g, idx, pad, t):
-            out[i] = (out[i] + part).astype(F32)
-        if scale_grad_by_freq:
-            recip = np.where(counts > 0, F32(1) / np.maximum(counts, F32(1)), F32(1)).astype(F32)
-            out = (out * recip[:, None]).astype(F32)
-    return out.astype(grad.dtype)
+        parts = list(FLUSHES[t.variant](g, idx, pad, t))
+    out = np.zeros((num_weights, g.shape[1]), F32)
+    for i, part in parts:
+        out[i] = (out[i] + part).astype(F32)
+    scaled = scale_grad_by_freq and t.variant != "v1"
+    if scaled:
+        out = (out * recip[:, None]).astype(F32)
+    value = out.astype(grad.dtype)
+    if not atomic or (t.variant, bool(scale_grad_by_freq)) in SINGLE_WRITER:
+        return value
+    return AtomicSum(value, _order_bound(parts, num_weights, value, recip if scaled else None))
+
+
+def _order_bound(parts, num_weights: int, value, recip) -> np.ndarray:
+    """How far another landing order of the partial sums may put each row (see
+    ``npusim/golden/atomic.py``): 2 (P - 1) u S for a row of P partials whose magnitudes sum to
+    at most S (per row: the largest over its elements), times the row's scale plus one fp32
+    rounding of the scaling, plus the final cast's last place. Shape (num_weights, 1)."""
+    n = np.zeros(num_weights, np.int64)
+    mags: dict[int, np.ndarray] = {}
+    for i, part in parts:
+        n[i] += 1
+        mags[i] = mags.get(i, 0.0) + np.abs(part.astype(np.float64))
+    top = np.zeros(num_weights)
+    for i, m in mags.items():
+        top[i] = m.max(initial=0.0)
+    big = np.abs(value.astype(np.float64)).max(axis=1, initial=0.0)
+    bound = 2.0 * np.maximum(n - 1, 0) * U32 * top
+    if recip is not None:
+        bound = bound * recip + 2.0 * U32 * big
+    if value.dtype.itemsize < 4:
+        fin = ml_dtypes.finfo(value.dtype)
+        bound = bound + big * float(fin.eps) + float(fin.smallest_subnormal)
+    return bound[:, None]
 
 
 class _Walker:
