@@ -13,8 +13,9 @@ earlier one does not happen-before it: a ``HazardError`` naming both instruction
 and the byte range. As in FastTrack, an access that covers an earlier entry which happens-before
 it replaces that entry (a read replaces only earlier reads): any later access that would race
 with the old entry races with the new one too, so the list stays as short as the buffers in
-flight. GM is not checked (cores reach GM through atomics or SyncAll by design of the kernels
-here).
+flight. The list is kept per 4 KB page of the buffer (an entry on every page it touches), so an
+access looks only at the entries on its own pages, oldest first. GM is not checked (cores
+reach GM through atomics or SyncAll by design of the kernels here).
 """
 
 from collections import deque
@@ -23,6 +24,8 @@ import numpy as np
 
 from npusim.errors import HazardError
 from npusim.memory import Buffer
+
+PAGE_SHIFT = 12   # the history is kept per 4 KB page: an access scans only its pages' entries
 
 
 class Sanitizer:
@@ -39,7 +42,8 @@ class Sanitizer:
         self.core_tids = {c.index: [self.tid[(c.index, p)] for p in c.pipes] for c in cores}
         self.issue_clock = {c.index: np.zeros(n, np.int64) for c in cores}
         self.joined = [None] * n      # the issue clock each thread last joined
-        self.history: dict[int, list] = {}
+        self.history: dict[int, dict] = {}   # buffer -> page -> entries touching the page
+        self.seq = 0                          # entries numbered in the order they are made
         self.flag_clocks: dict[tuple, deque] = {}
 
     # clocks ------------------------------------------------------------------------------------
@@ -104,23 +108,33 @@ class Sanitizer:
                 self._access(store, lo, hi, True, t, vc, inst, core)
 
     def _access(self, store, lo, hi, write, t, vc, inst, core) -> None:
-        hist = self.history.get(id(store))
-        if hist is None:
-            hist = self.history[id(store)] = []
-        keep = []
-        for entry in hist:
-            e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
+        pages = self.history.get(id(store))
+        if pages is None:
+            pages = self.history[id(store)] = {}
+        first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
+        found = {}
+        for page in range(first, last + 1):
+            for entry in pages.get(page, ()):
+                found[entry[0]] = entry
+        dropped = set()
+        for seq in sorted(found):           # oldest first, as one list in insertion order
+            _, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = found[seq]
             if e_hi <= lo or e_lo >= hi:
-                keep.append(entry)
                 continue
             ordered = e_t == t or e_epoch <= vc[e_t]
             if not ordered and (write or e_write):
                 self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
                              (t, inst, write))
-            if not (ordered and lo <= e_lo and e_hi <= hi and (write or not e_write)):
-                keep.append(entry)
-        keep.append((lo, hi, t, int(vc[t]), write, inst))
-        self.history[id(store)] = keep
+            if ordered and lo <= e_lo and e_hi <= hi and (write or not e_write):
+                dropped.add(seq)            # covered: it lies on these pages only
+        self.seq += 1
+        entry = (self.seq, lo, hi, t, int(vc[t]), write, inst)
+        for page in range(first, last + 1):
+            kept = pages.get(page, [])
+            if dropped:
+                kept = [e for e in kept if e[0] not in dropped]
+            kept.append(entry)
+            pages[page] = kept
 
     def _report(self, store, lo, hi, first, second) -> None:
         def side(entry):

@@ -39,13 +39,12 @@ from npusim.dsl import (
     get_block_num,
     pipe_barrier,
     set_flag,
-    set_value,
     sync_all,
     wait_flag,
 )
 from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
-from npusim.dsl.scalar_gm import gm_get_value, scalar_sub_value
+from npusim.dsl.scalar_gm import get_values, gm_get_value, scalar_sub_value, set_values
 from npusim.errors import MemoryAccessError
 from npusim.isa.vector import RepeatParams
 from npusim.ops.common import ceil_div, round_up
@@ -183,12 +182,12 @@ class CrossEntropyLossGradKernel(Kernel):
     def load_weights(self, row: int, count: int) -> None:
         """The scalar reads weight[target] from GM for each row (0 for ignored negatives)."""
         sync("V_S")
-        tw = self.t("targetWeightBuf")
+        values = []
         for i in range(count):
             target = self.read_target(row + i)
-            w = 0.0 if target is None and self.ignore < 0 else gm_get_value(
-                self.w_gm, self.ignore if target is None else target)
-            set_value(tw, i, w)
+            values.append(0.0 if target is None and self.ignore < 0 else gm_get_value(
+                self.w_gm, self.ignore if target is None else target))
+        set_values(self.t("targetWeightBuf"), values)    # SetValue row by row
         sync("S_V")
 
     def read_target(self, row: int):
@@ -236,8 +235,10 @@ class CrossEntropyLossGradKernel(Kernel):
         return float(g * np.float32(self.keep))
 
     def row_scale(self, count: int) -> None:
-        """nll per row = mask x weight x scale, and its broadcast blocks (Brcb)."""
+        """nll per row = mask x weight x scale, its broadcast blocks (Brcb), and the scalar's
+        copy of it (GetValue row by row) for the target columns."""
         mask, nll = self.t("maskBuf"), self.t("nllBuf")
+        sync("S_V")             # the scalar's reads of the previous batch's nll are done
         if self.reduction == "mean":
             mul_by_block(nll, mask, self.t("scaleBrcbBuf"), count)
         elif self.reduction == "sum":
@@ -251,6 +252,8 @@ class CrossEntropyLossGradKernel(Kernel):
                 vec.muls(g32, g, self.keep, count)
             vec.mul(nll, g32, mask, count)
         brcb(self.t("nllBrcbBuf"), nll, ceil_div(count, FP32_PER_BLOCK))
+        sync("V_S")
+        get_values(nll, count)
 
     # -- one column chunk ------------------------------------------------------------------------
     def copy_in(self, row: int, c0: int, n: int) -> None:
@@ -271,7 +274,7 @@ class CrossEntropyLossGradKernel(Kernel):
         target = self.read_target(row)
         if target is not None and c0 <= target < c0 + n:
             sync("V_S")
-            scalar_sub_value(w, target - c0, self.t("nllBuf"), i)
+            scalar_sub_value(w, target - c0, self.t("nllBuf"), i, src_loaded=True)
             sync("S_V")
         y = self.out_q.alloc_tensor(self.dtype)
         if self.wide:

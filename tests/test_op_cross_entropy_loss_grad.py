@@ -437,7 +437,8 @@ def test_command_refusal_from_a_subprocess_is_one_line(tmp_path):
                           "--shape", "64x256", "--chip", "atlas-training",
                           "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    lines = out.stderr.strip().splitlines()
+    lines = [line for line in out.stderr.strip().splitlines()    # progress shows when slow
+             if not line.startswith("running cross_entropy_loss_grad")]
     assert out.returncode != 0 and "Traceback" not in out.stderr and len(lines) == 1
     assert "supported on: Atlas A2" in lines[0] and list(tmp_path.iterdir()) == []
 
@@ -470,3 +471,10 @@ def test_time_is_linear_in_rows_once_every_core_is_busy():
                                            np.zeros(n, np.int64), numerics=False,
                                            trace=False, sanitize=False).time_us
     assert us(1536) / us(768) == pytest.approx(2.0, rel=0.08)
+
+
+def test_rows_beyond_half_of_ub_are_walked_in_batches():
+    """3000 rows on one core: their metadata would take more than half of UB (CANN has no
+    guard), so the default tiling batches them; mean's partial sum adds the batch sums."""
+    r = check(*inputs(3000, 2, "float32", "mean", True, seed=4), tiling={"block_dim": 1})
+    assert 1 < r.tiling.row_batch < 3000

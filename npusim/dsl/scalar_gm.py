@@ -2,7 +2,7 @@
 read-modify-write of one UB element (see ``isa/scalar_gm.py`` for what is modelled)."""
 
 from npusim.dsl.context import issue
-from npusim.isa.scalar_gm import GmGetValue, ScalarSubValue
+from npusim.isa.scalar_gm import GmGetValue, ScalarGetValues, ScalarSetValues, ScalarSubValue
 
 
 def gm_get_value(tensor, index: int):
@@ -15,6 +15,18 @@ def gm_get_value(tensor, index: int):
     return inst.value()
 
 
-def scalar_sub_value(dst, index: int, src, src_index: int) -> None:
-    """dst.SetValue(index, dst.GetValue(index) - src.GetValue(src_index)) on the scalar unit."""
-    issue(ScalarSubValue(dst=dst, index=int(index), src=src, src_index=int(src_index)))
+def scalar_sub_value(dst, index: int, src, src_index: int, src_loaded: bool = False) -> None:
+    """dst.SetValue(index, dst.GetValue(index) - src.GetValue(src_index)) on the scalar unit;
+    ``src_loaded``: src was read into scalar registers earlier (``get_values``)."""
+    issue(ScalarSubValue(dst=dst, index=int(index), src=src, src_index=int(src_index),
+                         src_loaded=src_loaded))
+
+
+def set_values(dst, values) -> None:
+    """dst.SetValue(i, values[i]) for every i, consecutive elements (one traced instruction)."""
+    issue(ScalarSetValues(dst=dst, values=tuple(values)))
+
+
+def get_values(src, count: int) -> None:
+    """src.GetValue(i) for i < count into scalar registers (one traced instruction)."""
+    issue(ScalarGetValues(src=src, count=int(count)))
