@@ -6,7 +6,7 @@ import pytest
 import npusim
 from npusim.dtypes import bfloat16
 from npusim.errors import MemoryAccessError, NpusimError
-from npusim.isa.scalar_gm import GmGetValue, ScalarSubValue
+from npusim.isa.scalar_gm import GmGetValue, ScalarGetValues, ScalarSetValues, ScalarSubValue
 from npusim.isa.vector import Mul, RepeatParams
 from npusim.isa.vector_brcb import Brcb
 from npusim.memory import Buffer, GlobalMemory, LocalTensor
@@ -95,3 +95,20 @@ def test_scalar_sub_value_rounds_once_in_the_dtype():
         ScalarSubValue(dst=dst, index=8, src=src, src_index=0)
     with pytest.raises(NpusimError, match="one float dtype"):
         ScalarSubValue(dst=dst, index=0, src=ub_tensor(buf, 64, np.int32, 8), src_index=0)
+
+
+def test_scalar_runs_of_set_and_get_values():
+    buf = Buffer("UB", "aiv0", 256)
+    dst = ub_tensor(buf, 0, np.float32, 8, np.zeros(8))
+    inst = ScalarSetValues(dst=dst, values=(1.5, 0.1, -2.0))
+    inst.execute()
+    assert np.array_equal(dst.array()[:4], np.float32([1.5, 0.1, -2.0, 0.0]))
+    assert inst.writes() == ((buf, 0, 12),) and inst.body(A2) == 3 * A2.op_cycles
+    get = ScalarGetValues(src=dst, count=8)
+    assert get.reads() == ((buf, 0, 32),) and get.kind == "scalar_read"
+    with pytest.raises(MemoryAccessError):
+        ScalarSetValues(dst=dst, values=(0.0,) * 9)
+    with pytest.raises(MemoryAccessError):
+        ScalarGetValues(src=dst, count=9)
+    loaded = ScalarSubValue(dst=dst, index=0, src=dst, src_index=5, src_loaded=True)
+    assert loaded.reads() == ((buf, 0, 4),)      # src was checked when it was loaded
