@@ -1,69 +1,146 @@
 """``npusim bench``: simulator speed on this machine, measured, not asserted.
 
-Each case runs a kernel and reports the simulated instructions (set/wait flags included, buffer
-marks excluded), the wall-clock seconds of the launch (recording the streams, the run and the
-stats; making the random inputs is not counted) and their ratio; for timed runs also the
-sanitizer's and the tracer's share, by running the case again with both switched off.
+Each case runs in a process of its own (forked), so its peak resident memory is its own: the
+report gives the simulated instructions (set/wait flags included, buffer marks excluded), the
+wall-clock seconds of the simulation (recording the streams, the run and the stats; making the
+random inputs is not counted), their ratio, and the process's peak RSS. Three groups:
+
+- ``micro``: the engine's micro-kernels (vector, GM stream, cube matmul), each again with the
+  sanitizer and the tracer off to show their share;
+- ``standard``: the cases the simulator's speed is judged on (SiluBackward 8M fp16; ResNet-50
+  conv2_x backward at batch 8 with numerics; a 1x1 convolution whose dx and dw are 2048^3 GEMMs,
+  numerics off), all on atlas-a2 with the default options otherwise;
+- ``ops``: every operator of the command at its default size, default options.
+
+``--json FILE`` writes the rows, so two checkouts can be compared.
 """
 
-from npusim.micro.stream import run_stream
-from npusim.micro.vector import run_vector
+import json
+import multiprocessing
+import resource
+import time
+
+from npusim.errors import NpusimError
+
+GROUPS = ("micro", "standard", "ops")
 
 
-def _timed(fn, **kw):
-    """Run a case; return (Result, wall seconds of its launch: record + run + stats)."""
-    r = fn(**kw)
-    return r, r.stats["wall_seconds"]["total"]
+def _micro(quick: bool):
+    from npusim.micro.matmul import run_matmul
+    from npusim.micro.stream import run_stream
+    from npusim.micro.vector import run_vector
 
-
-def _cases(quick: bool):
     tiles = 16 if quick else 64
-    yield "vector add fp16, 48 AIV, timed", run_vector, dict(
-        op="add", block_dim=48, tiles=tiles, tile_length=4096)
-    yield "vector exp*mul fp16, 48 AIV, timed", run_vector, dict(
-        op="exp_mul", block_dim=48, tiles=tiles, tile_length=4096)
+    yield "vector add fp16, 48 AIV", run_vector, dict(op="add", block_dim=48, tiles=tiles,
+                                                      tile_length=4096), True
+    yield "vector exp*mul fp16, 48 AIV", run_vector, dict(
+        op="exp_mul", block_dim=48, tiles=tiles, tile_length=4096), True
     yield "vector exp*mul fp16, 48 AIV, functional", run_vector, dict(
-        op="exp_mul", block_dim=48, tiles=tiles, tile_length=4096, mode="functional")
+        op="exp_mul", block_dim=48, tiles=tiles, tile_length=4096, mode="functional"), False
     yield "vector exp*mul fp16, 32 cores, atlas-training", run_vector, dict(
-        op="exp_mul", chip="atlas-training", block_dim=32, tiles=tiles, tile_length=4096)
+        op="exp_mul", chip="atlas-training", block_dim=32, tiles=tiles, tile_length=4096), True
     mb = 4 if quick else 16
     yield f"GM stream 48 x {mb} MB, numerics off", run_stream, dict(
-        block_dim=48, per_core_bytes=mb << 20)
-    yield from _extra_cases(quick)
+        block_dim=48, per_core_bytes=mb << 20), True
+    k = 256 if quick else 1024
+    yield f"cube matmul 128x128x{k} fp16, 1 AIC", run_matmul, dict(m=128, n=128, k=k,
+                                                                   base_k=128), True
 
 
-def _silu(n: int, chip: str = "atlas-a2", **kw):
-    """SiluBackward on ``n`` fp16 elements of seeded random inputs."""
+def _case_run(op: str, shape, dtype="float16", params=None, **options):
+    """Run a registered operator on seeded inputs (not timed: making them)."""
     import numpy as np
 
-    from npusim.ops import silu_backward
+    from npusim.cases import CASES
 
-    rng = np.random.default_rng(0)
-    dy, x = (rng.standard_normal(n, dtype=np.float32).astype(np.float16) for _ in range(2))
-    return silu_backward(dy, x, chip=chip, **kw)
+    case = CASES[op]
+    args, kwargs = case.make(tuple(shape), dtype, case.parse_params(params or {}),
+                             np.random.default_rng(0))
+    return case.function()(*args, **kwargs, **options)
 
 
-def _extra_cases(quick: bool):
-    n = 1 << (18 if quick else 22)
-    yield f"SiluBackward fp16 {n >> 10}K elements, atlas-a2", _silu, dict(n=n)
+def _standard(quick: bool):
+    n = (1 << 18) if quick else (8 << 20)
+    yield f"SiluBackward fp16 {n >> 10}K elements", _case_run, dict(
+        op="silu_backward", shape=(n,)), False
+    b, hw = (1, 14) if quick else (8, 56)
+    yield f"ConvolutionBackward {b}x64x{hw}x{hw} 3x3, numerics on", _case_run, dict(
+        op="convolution_backward", shape=(b, 64, hw, hw), params={"weight": "64x3"}), False
+    c = 256 if quick else 2048
+    yield f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics off", _case_run, dict(
+        op="convolution_backward", shape=(c // 1024 or 1, c, 32, 32 if not quick else 8),
+        params={"weight": f"{c}x1", "padding": "0", "output_mask": "1,1,0"},
+        numerics=False), False
+
+
+def _ops(quick: bool):
+    from npusim.cases import CASES
+
+    for case in CASES.values():
+        if case.available():
+            shape = case.quick_shape if quick else case.default_shape
+            yield (f"{case.name} {'x'.join(map(str, shape))} {case.dtypes[0]}", _case_run,
+                   dict(op=case.name, shape=shape, dtype=case.dtypes[0]), False)
+
+
+def _measure(fn, kw: dict, conn) -> None:
+    """In the child: run, then send (instructions, wall seconds, peak RSS bytes) or an error."""
     try:
-        from npusim.micro.matmul import run_matmul
-    except ImportError:
+        t0 = time.perf_counter()
+        r = fn(**kw)
+        wall = r.stats.get("wall_seconds", {}).get("total") or time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        conn.send(("ok", r.stats["instructions"], wall, rss, r.cycles, r.mode))
+    except Exception as exc:  # noqa: BLE001 - reported as the case's row, not a crash
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def measure(fn, kw: dict) -> dict:
+    """Run one case in a forked process; its row."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_measure, args=(fn, kw, child))
+    proc.start()
+    child.close()
+    got = parent.recv() if parent.poll(3600) else ("error", "no answer within an hour")
+    proc.join()
+    if got[0] != "ok":
+        return {"error": got[1]}
+    _, n, wall, rss, cycles, mode = got
+    return {"instructions": n, "wall_s": round(wall, 3), "instr_per_s": round(n / wall),
+            "peak_rss_mb": round(rss / 2**20, 1), "cycles": cycles, "mode": mode}
+
+
+def run_bench(quick: bool = False, groups=GROUPS, json_path=None) -> int:
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        raise NpusimError(f"bench group {unknown[0]!r}: allowed {', '.join(GROUPS)}")
+    rows = []
+    print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
+    makers = {"micro": _micro, "standard": _standard, "ops": _ops}
+    for group in groups:
+        for name, fn, kw, bare in makers[group](quick):
+            row = {"group": group, "case": name, **measure(fn, kw)}
+            if bare and "error" not in row:
+                off = measure(fn, {**kw, "sanitize": False, "trace": False})
+                row["bare_instr_per_s"] = off.get("instr_per_s")
+            rows.append(row)
+            _print(row)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"quick": quick, "rows": rows}, f, indent=1)
+            f.write("\n")
+        print(f"wrote {json_path}")
+    return 1 if any("error" in r for r in rows) else 0
+
+
+def _print(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['case']:<52}  error: {row['error']}")
         return
-    k = 256 if quick else 1024   # A and B fill L1, L0C holds the 128 x 128 fp32 result
-    yield f"cube matmul 128x128x{k} fp16, 1 AIC, timed", run_matmul, dict(
-        m=128, n=128, k=k, base_k=128)
-
-
-def run_bench(quick: bool = False) -> int:
-    print(f"{'case':<48}{'instr':>9}{'wall s':>9}{'instr/s':>11}  notes")
-    for name, fn, kw in _cases(quick):
-        r, wall = _timed(fn, **kw)
-        n = r.stats["instructions"]
-        notes = ""
-        if r.mode == "timed":
-            _, bare = _timed(fn, **kw, sanitize=False, trace=False)
-            notes = f"without sanitizer and tracer: {bare:.2f} s, {n / bare:,.0f} instr/s"
-        print(f"{name:<48}{n:>9,}{wall:>9.2f}{n / wall:>11,.0f}  {notes}")
-    return 0
-
+    notes = (f"without sanitizer and tracer: {row['bare_instr_per_s']:,} instr/s"
+             if row.get("bare_instr_per_s") else "")
+    print(f"{row['case']:<52}{row['instructions']:>10,}{row['wall_s']:>9.2f}"
+          f"{row['instr_per_s']:>10,}{row['peak_rss_mb']:>9.0f}  {notes}", flush=True)

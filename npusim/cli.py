@@ -89,8 +89,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="folder for the report (default: ./npusim-demo)")
     p.add_argument("--quick", action="store_true", help="small shapes: a smoke test in seconds")
     p.set_defaults(func=_demo)
-    p = sub.add_parser("bench", help="measure simulator speed (instructions per second)")
+    p = sub.add_parser("bench", help="measure simulator speed (instructions per second)",
+                       description="Simulator speed on this machine: instructions per second, "
+                       "wall time and peak RSS of each case (each in a process of its own).")
     p.add_argument("--quick", action="store_true", help="smaller cases")
+    p.add_argument("--group", action="append", choices=("micro", "standard", "ops"),
+                   help="only these groups (repeat; default all): the engine's micro-kernels, "
+                   "the standard speed cases, every operator at its default size")
+    p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.set_defaults(func=_bench)
     return parser
 
@@ -391,7 +397,8 @@ def _demo(args) -> int:
 def _bench(args) -> int:
     from npusim.bench import run_bench
 
-    return run_bench(quick=args.quick)
+    return run_bench(quick=args.quick, groups=args.group or ("micro", "standard", "ops"),
+                     json_path=args.json)
 
 
 if __name__ == "__main__":

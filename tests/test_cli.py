@@ -99,10 +99,14 @@ def test_demo_writes_a_report_and_says_where(tmp_path):
     assert (folder / "silu_backward-pipeline-atlas-a2.png").is_file()
 
 
-def test_bench_quick_reports_speed():
-    out = npusim("bench", "--quick")
+def test_bench_quick_reports_speed(tmp_path):
+    out = npusim("bench", "--quick", "--json", str(tmp_path / "b.json"))
     assert out.returncode == 0, out.stderr
-    assert "instr/s" in out.stdout and "vector add fp16" in out.stdout
+    assert "instr/s" in out.stdout and "vector add fp16" in out.stdout and "RSS MB" in out.stdout
+    rows = json.loads((tmp_path / "b.json").read_text())["rows"]
+    groups = {r["group"] for r in rows}
+    assert groups == {"micro", "standard", "ops"} and all("error" not in r for r in rows)
+    assert all(r["instructions"] > 0 and r["peak_rss_mb"] > 10 for r in rows)
 
 
 BAD = {
