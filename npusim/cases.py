@@ -546,6 +546,7 @@ CROSS_ENTROPY_LOSS_GRAD = OpCase(
     default_shape=(1024, 32000), demo_shape=(512, 32000), quick_shape=(64, 1000),
     dtypes=("bfloat16", "float16", "float32"), unit="vector",
     make=_ce_make, flops=_ce_flops, params=CE_PARAMS, golden_options=_ce_golden_options,
+    sweep_example="--shape 256x32000 --tiling col_chunk=pow2:2048:16384 --tiling buffer_num=1,2",
     tiling_help="block_dim (AIV cores used), row_batch (rows whose metadata one UB batch "
                 "holds), col_chunk (elements of a row per UB chunk, whole 512 bytes), "
                 "buffer_num (1 as CANN, 2 double buffering)",

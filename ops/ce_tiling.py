@@ -168,9 +168,9 @@ def _batch_and_chunk(chip, cols, item, bn, split, user, meta_of) -> tuple[int, i
             if batch < 1:
                 fits = _fit_chunk(ub, cols, item, bn, meta_of(1))
                 raise TilingError(f"{OP}: col_chunk = {chunk} with buffer_num = {bn} needs "
-                                  f"{chunk_bytes(buf, item, bn)} bytes of UB; {chip.name} has "
-                                  f"{ub} and one row's metadata takes {meta_of(1)}: at most "
-                                  f"{fits} elements fit")
+                                  f"{chunk_bytes(buf, item, bn)} bytes of UB for the column "
+                                  f"buffers; beside one row's metadata ({meta_of(1)} bytes) "
+                                  f"{chip.name}'s {ub} bytes hold at most {fits} elements")
         elif meta_of(batch) + chunk_bytes(buf, item, bn) > ub:
             fits = _fit_chunk(ub, cols, item, bn, meta_of(batch))
             need = meta_of(batch) + chunk_bytes(buf, item, bn)
