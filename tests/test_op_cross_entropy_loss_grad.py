@@ -154,6 +154,12 @@ def test_strided_log_prob_is_copied_by_a_kernel():
                                                        "CrossEntropyLossGrad"]
 
 
+def test_strided_target_weight_and_grad_loss():
+    g, lp, t, w = inputs(30, 80, "float32", "none", True, seed=2)
+    wide_t, wide_w = np.repeat(t, 2), np.repeat(w, 3)
+    check(np.repeat(g, 2)[::2], lp, wide_t[::2], wide_w[::3], reduction="none")
+
+
 def test_no_rows_runs_nothing():
     r = ops.cross_entropy_loss_grad(np.array(1.0, np.float32), np.zeros((0, 5), np.float32),
                                     np.zeros(0, np.int64))
