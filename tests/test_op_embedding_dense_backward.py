@@ -110,6 +110,13 @@ def test_seed_example_aclnn(chip_name):
         ret, _, _ = acl.aclnnEmbeddingDenseBackwardGetWorkspaceSize(
             acl.Tensor(grad), acl.Tensor(np.array([1, 2])), 5, 0, False, acl.Tensor(out))
         assert ret == ACLNN_ERR_PARAM_INVALID and "out has shape" in acl.aclGetRecentErrMsg()
+        ret, _, _ = acl.aclnnEmbeddingDenseBackwardGetWorkspaceSize(
+            acl.Tensor(grad), acl.Tensor(np.array([1, 2])), 4, 0, False,
+            acl.Tensor(out.astype(np.float16)))
+        assert ret == ACLNN_ERR_PARAM_INVALID and "differs from grad" in acl.aclGetRecentErrMsg()
+        ret, _, _ = acl.aclnnEmbeddingDenseBackwardGetWorkspaceSize(
+            acl.Tensor(grad), acl.Tensor(np.array([1, 2])), 4, 0, False, None)
+        assert ret == ACLNN_ERR_PARAM_NULLPTR
     finally:
         acl.aclrtSetDevice(0)
 
