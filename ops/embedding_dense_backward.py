@@ -35,6 +35,7 @@ from npusim.ops.embedding_tiling import embedding_tiling
 from npusim.ops.embedding_v1 import V1Kernel, V1ScaleKernel
 from npusim.ops.embedding_v2 import DeterministicKernel, SortedKernel
 from npusim.ops.sort_indices import SortIndicesKernel
+from npusim.ops.sort_merge import launch_sort
 from npusim.sequence import OpRun
 
 SYSTEM_WORKSPACE_BYTES = 16 << 20   # the 16 MB system workspace of the V2 tiling
@@ -151,9 +152,12 @@ class _Plan:
             return
         sorted_idx = run.gm.tensor("sortedIndices", np.int32, t.rows)
         pos = run.gm.tensor("posIdx", np.int32, t.rows)
-        run.launch(SortIndicesKernel, block_dim=1, name="Sort",
-                   args=dict(indices=idx, sorted_indices=sorted_idx, pos_idx=pos, rows=t.rows,
-                             sort_rows=t.sort_rows))
+        if t.rows <= t.sort_chunk:
+            run.launch(SortIndicesKernel, block_dim=1, name="Sort",
+                       args=dict(indices=idx, sorted_indices=sorted_idx, pos_idx=pos,
+                                 rows=t.rows, sort_rows=t.sort_rows))
+        else:
+            launch_sort(run, idx, sorted_idx, pos, t.rows, t.sort_chunk, t.merge_window)
         run.launch(V2_KERNELS[t.variant], block_dim=t.block_dim, name="EmbeddingDenseGradV2",
                    args=dict(grad=grad, sorted_indices=sorted_idx, pos_idx=pos, out=out,
                              counts=counts, tiling=t, padding_idx=pad))

@@ -8,8 +8,10 @@ Variants (kernels.md §4):
   sorts batches of its own rows in UB (100/101).
 - ``v1`` (Atlas training, the only one there): an atomic-add DMA per grad row, or with scale the
   output rows split over cores and every core scanning every index. CANN also runs it on A2
-  for huge shapes (gradRow beyond INT32_MAX); npusim runs it on A2 when the indices are more
-  than one UB's Sort holds (CANN's multi-core Sort is not modelled), and a user may force it.
+  for huge shapes (gradRow beyond INT32_MAX); there a user may force it.
+
+The Sort before the sorted variants orders up to ``sort_chunk`` keys in one UB; more are sorted
+in chunks and merged (``ops/sort_merge.py``).
 
 The scale pass (keys x1) follows the main kernel on A2. Users may override ``variant``,
 ``block_dim``, ``dim_chunk``, ``batch_rows`` and ``flush_rows``; every field they did not set is
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.sort_merge import merge_window
 
 OP = "aclnnEmbeddingDenseBackward"
 A2_VARIANTS = ("sorted", "deterministic", "small_dim", "v1")
@@ -33,7 +36,8 @@ SMALL_UB_RESERVE = 20480      # maxRowInUb = ((UB - 20480)/4 - D - 256) / (10 + 
 V1_UB_RESERVE = 16384         # V1: UB minus 16 KB for the batch of rows
 V1_CHUNK_ROWS = 128           # V1 splits rows over cores in multiples of 128
 SORT_BYTES_PER_ROW = 12       # Sort kernel: key in, key out, uint32 position out
-FIELDS_SET_BY_USER = ("variant", "block_dim", "dim_chunk", "batch_rows", "flush_rows")
+FIELDS_SET_BY_USER = ("variant", "block_dim", "dim_chunk", "batch_rows", "flush_rows",
+                      "sort_chunk", "merge_window")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +57,9 @@ class EmbeddingDenseBackwardTiling:
     flush_rows: int        # rows a UB accumulator sums before a flush (LIMIT_COUNT_NUM)
     scale: bool            # scaleGradByFreq: the scale pass (A2) or v1's scale kernel runs
     scale_block_dim: int   # cores of the A2 scale pass (rows of out split over them)
-    sort_rows: int         # indices the Sort kernel orders in one UB (0: no sort)
+    sort_rows: int         # keys the Sort sorts, rounded up to 32 (0: no global sort)
+    sort_chunk: int        # keys one UB sorts; more are sorted in chunks, then merged
+    merge_window: int      # keys of each run a merge step holds in UB
 
     @property
     def tiling_key(self) -> int:
@@ -94,7 +100,7 @@ def default_variant(chip, rows: int, dim: int, num_weights: int) -> str:
         return "v1"
     if dim <= SMALL_DIM_MAX and num_weights <= SMALL_DIM_WEIGHTS:
         return "small_dim"
-    return "sorted" if round_up(max(rows, 1), 32) <= sort_capacity(chip) else "v1"
+    return "sorted"
 
 
 def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool,
@@ -104,7 +110,8 @@ def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool
     base = EmbeddingDenseBackwardTiling(
         variant=default_variant(chip, rows, dim, num_weights), rows=rows, dim=dim,
         num_weights=num_weights, block_dim=1, rows_per_core=0, big_core_num=0, dim_chunk=dim,
-        batch_rows=1, flush_rows=FLUSH_ROWS, scale=scale, scale_block_dim=1, sort_rows=0)
+        batch_rows=1, flush_rows=FLUSH_ROWS, scale=scale, scale_block_dim=1, sort_rows=0,
+        sort_chunk=0, merge_window=0)
     for key in overrides:
         if key not in FIELDS_SET_BY_USER and key in base.__dataclass_fields__:
             raise TilingError(f"{OP}: tiling {key} is derived from the shape; override one of "
@@ -156,9 +163,12 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
                        big_core_num=big, batch_rows=batch,
                        scale_block_dim=min(cores, t.num_weights))
     per, big = divmod(t.rows, block_dim)
+    sort_chunk = t.sort_chunk if "sort_chunk" in overrides else sort_capacity(chip)
+    window = t.merge_window if "merge_window" in overrides else merge_window(chip)
     return replace(t, dim_chunk=chunk, block_dim=block_dim, rows_per_core=per, big_core_num=big,
                    batch_rows=1, scale_block_dim=min(cores, t.num_weights),
-                   sort_rows=round_up(max(t.rows, 1), 32))
+                   sort_rows=round_up(max(t.rows, 1), 32), sort_chunk=sort_chunk,
+                   merge_window=window)
 
 
 def _derive_v1(chip, t, overrides: dict, index_bytes: int):
@@ -201,11 +211,20 @@ def _validate(chip, t, overrides: dict, index_bytes: int) -> None:
         if not 1 <= t.batch_rows <= fit:
             raise TilingError(f"{OP}: tiling batch_rows = {t.batch_rows}: with embedding dim "
                               f"{t.dim} at most {fit} rows fit UB on {chip.name}")
-    if t.variant != "v1" and t.variant != "small_dim" and t.sort_rows > sort_capacity(chip):
-        raise TilingError(
-            f"{OP}: {t.rows} indices need a sort of {t.sort_rows} keys; the Sort kernel "
-            f"orders at most {sort_capacity(chip)} in one UB on {chip.name} (npusim does not "
-            "model CANN's multi-core Sort); use variant='v1', variant='small_dim' or fewer rows")
+    if t.variant in ("sorted", "deterministic"):
+        _validate_sort(chip, t)
+
+
+def _validate_sort(chip, t) -> None:
+    most = sort_capacity(chip)
+    if not 32 <= t.sort_chunk <= most or t.sort_chunk % 32:
+        raise TilingError(f"{OP}: tiling sort_chunk = {t.sort_chunk}: a multiple of 32 from 32 "
+                          f"to {most} (keys one UB sorts on {chip.name})")
+    most = merge_window(chip)
+    if not 8 <= t.merge_window <= most or t.merge_window % 8:
+        raise TilingError(f"{OP}: tiling merge_window = {t.merge_window}: a multiple of 8 from "
+                          f"8 to {most} (keys of each run a merge step holds in UB on "
+                          f"{chip.name})")
 
 
 def _validate_v1(chip, t, index_bytes: int) -> None:

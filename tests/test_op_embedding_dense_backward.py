@@ -449,3 +449,25 @@ def test_atomic_golden_bounds_the_timed_order():
     det = golden.embedding_dense_backward(grad, idx, num_weights=13, variant="deterministic",
                                           atomic=True)
     assert isinstance(det, np.ndarray)
+
+
+@pytest.mark.parametrize("rows,chunk,window", [(300, 64, 16), (777, 32, 8), (500, 128, 40)])
+def test_sort_beyond_one_ub_chunks_and_merges(rows, chunk, window):
+    """More keys than ``sort_chunk``: chunk sorts then merge passes (ties across windows and
+    runs, odd run counts); the deterministic kernel's bits depend on the exact stable order."""
+    grad, idx = data((rows, 520), 5 if rows == 777 else 60, seed=rows)
+    tiling = {"sort_chunk": chunk, "merge_window": window}
+    for mode in ("timed", "functional"):
+        r = run_and_check(grad, idx, num_weights=int(idx.max()) + 1, mode=mode,
+                          variant="deterministic", tiling=tiling)
+    names = [k["name"] for k in r.stats["kernels"]]
+    assert "Sort(chunks)" in names and f"Sort(merge {chunk}+{chunk})" in names
+
+
+def test_bad_sort_tiling():
+    grad, idx = data((40, 600), 5)
+    for overrides, message in (({"sort_chunk": 40}, "sort_chunk = 40"),
+                               ({"sort_chunk": 1 << 20}, "sort_chunk = 1048576"),
+                               ({"merge_window": 4}, "merge_window = 4")):
+        with pytest.raises(TilingError, match=message):
+            ops.embedding_dense_backward(grad, idx, num_weights=5, tiling=overrides)
