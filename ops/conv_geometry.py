@@ -67,6 +67,16 @@ def window(e_lo: int, e_hi: int, length: int) -> Window:
     return Window(lo, hi, lo - e_lo, e_hi - hi)
 
 
+def widen(win: Window, max_pad: int) -> Window:
+    """``win`` with the padding beyond ``max_pad`` per side moved into the window: its rows
+    then run past the map (lo < 0 or hi > length), and the kernel zero-fills them in L1."""
+    extra_lo, extra_hi = max(0, win.pad_lo - max_pad), max(0, win.pad_hi - max_pad)
+    if not (extra_lo or extra_hi) or not win.rows:
+        return win
+    return Window(win.lo - extra_lo, win.hi + extra_hi, win.pad_lo - extra_lo,
+                  win.pad_hi - extra_hi)
+
+
 @dataclass(frozen=True)
 class MapAxis:
     """How img2col walks one axis of an L1 map: output i, tap t read map row i*stride - off +

@@ -9,17 +9,36 @@ the cores, and when there are fewer blocks than cores, K (the (n, depth) slices)
 ``deterministic``, written to one slot each and summed in a fixed order by a vector kernel.
 The same heuristic is used on Atlas training (its TBE tiling comes from a knowledge base that
 is not public, §2(e)).
+
+Derive, then validate: the user's overrides are kept and every other field is derived from
+them. When the CANN-like default does not fit L1 (large kernels, long rows), the derivation
+falls back step by step, each step only if the previous does not fit, so shapes that fit keep
+the default: dx's base_n shrinks to the input channels there are; where the output has one
+row (1-D), chunks hold only the map columns their outputs reach (``narrow``); the dx chunk
+takes fewer kernel rows (``dx_step_kh``, one channel block at a time, so K keeps its order);
+dw N blocks stay in one channel block and ``dw_step_kh`` kernel rows, with only the feature
+rows those rows reach in L1. Padding a window needs beyond LoadData3D's 255 is held as zeros
+in dx's L1 map (``dx_pad_excess``). A shape that still does not fit is a TilingError naming
+the shape; one that does not fit because of a field the user set names that field.
 """
 
 from dataclasses import dataclass
 
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.conv_chunks import (
+    LOAD3D_MAX_PAD,
+    dw_block_rows,
+    dw_cols_out,
+    dw_n_blocks,
+    dx_cols_out,
+    dx_pad_excess,
+    pads,
+)
 
 OP = "aclnnConvolutionBackward"
 BEST_BASE_M, BEST_BASE_N = 128, 256
 MAX_DW_STEP_TILES = 8   # base_k tiles per dw L1 chunk at most
-LOAD3D_MAX_PAD = 255    # LoadData3DParamsV2 padList entries are 8 bits (isa/load.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +62,9 @@ class ConvBackwardTiling:
     dw_block_dim: int    # cube cores of the dw kernel
     dw_k_parts: int      # parts K of dw is split into (partial sums added in GM)
     deterministic: bool  # dw partials reduced in a fixed order instead of atomic adds
+    narrow: bool         # where the output height is 1 (1-D): an L1 chunk holds only the map
+                         # columns its outputs reach (dx: the M block's, dw: the position
+                         # chunk's), not the whole row; the default when the row does not fit
     bias_block_dim: int  # vector cores of the gradBias kernel
     bias_tile: int       # elements per gradBias UB tile (the accumulator's lanes)
 
@@ -53,8 +75,9 @@ def dx_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     h, w = p.out_dhw[1:]
     kr, kw = min(t.dx_step_kh, p.kdhw[1]), p.kdhw[2]
     hrows = min(h, ceil_div(t.base_m, w) + 1)
-    rows = min(p.h.length, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
-    cols = min(p.w.length, (w - 1) * p.w.stride + p.w.span)
+    more_h, more_w = dx_pad_excess(p, t)
+    rows = min(p.h.length + more_h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
+    cols = min(p.w.length + more_w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span)
     a1 = t.dx_step_k1 * rows * cols * c0 * item
     b1 = t.dx_step_k1 * kr * kw * (t.base_n // 16) * 512
     return a1, b1
@@ -67,40 +90,14 @@ def dw_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     kr = dw_block_rows(p, t, c0)
     rows_g = min(hg, ceil_div(t.dw_step_k, wg) + 1)
     rows_f = min(p.feat_dhw[1], (rows_g - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
-    cols_f = min(p.feat_dhw[2], (wg - 1) * p.w.stride + p.w.span)
+    cols_g = dw_cols_out(p, t)
+    cols_f = min(p.feat_dhw[2], (cols_g - 1) * p.w.stride + p.w.span)
     fc1 = min(ceil_div(p.fc, c0), ceil_div(t.base_n, kh * kw * c0) + 1)
     if t.dw_step_kh:
         fc1 = 1
-    a1 = (t.base_m // c0) * rows_g * wg * c0 * item
+    a1 = (t.base_m // c0) * rows_g * cols_g * c0 * item
     b1 = fc1 * rows_f * cols_f * c0 * item
     return a1, b1
-
-
-def dw_block_rows(p, t, c0: int) -> int:
-    """The most kernel rows one dw N block's columns reach."""
-    kh, kw = p.kdhw[1:]
-    if not t.dw_step_kh:
-        return kh
-    taps = max(1, t.base_n // c0)
-    return min(kh, t.dw_step_kh, (taps - 1 + kw - 1) // kw + 1)
-
-
-def dw_n_blocks(p, t, c0: int) -> list[tuple[int, int, int, int]]:
-    """The dw N blocks as (first column, columns, first kernel row, kernel rows)."""
-    kh, kw = p.kdhw[1:]
-    f1, per_f, per_row = ceil_div(p.fc, c0), kh * kw * c0, kw * c0
-    if not t.dw_step_kh:
-        total = f1 * per_f
-        return [(n0, min(t.base_n, total - n0), 0, kh) for n0 in range(0, total, t.base_n)]
-    out = []
-    for f in range(f1):
-        for r0 in range(0, kh, t.dw_step_kh):
-            cols = min(t.dw_step_kh, kh - r0) * per_row
-            for j in range(0, cols, t.base_n):
-                nn = min(t.base_n, cols - j)
-                lo, hi = r0 + j // per_row, r0 + (j + nn - 1) // per_row
-                out.append((f * per_f + r0 * per_row + j, nn, lo, hi - lo + 1))
-    return out
 
 
 def default_tiling(chip, dx, dw, c0: int, item: int, bias_n: int) -> ConvBackwardTiling:
@@ -114,7 +111,7 @@ def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
                               dx_step_k1=1, dx_step_kh=dx.kdhw[1] if dx else 1,
                               dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
                               dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
-                              deterministic=False,
+                              deterministic=False, narrow=False,
                               bias_block_dim=max(1, min(chip.vector_core_count, bias_n)),
                               bias_tile=4096)
 
@@ -140,6 +137,10 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
         t = _replace(t, base_n=min(t.base_n, round_up(p.nc, 16)))
         if "dx_step_k1" in free:
             t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
+    if not _dx_fits(chip, p, t, c0, item) and "narrow" not in fixed and p.out_dhw[1] == 1:
+        t = _replace(t, narrow=True)
+        if "dx_step_k1" in free:
+            t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
     if not _dx_fits(chip, p, t, c0, item) and "dx_step_kh" in free:
         if "dx_step_k1" in free:
             t = _replace(t, dx_step_k1=1)
@@ -159,6 +160,10 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
         t = _replace(t, dw_step_kh=0)
     if "dw_step_k" not in fixed:
         t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
+    if not _dw_fits(chip, p, t, c0, item) and "narrow" not in fixed and p.grad_dhw[1] == 1:
+        t = _replace(t, narrow=True)
+        if "dw_step_k" not in fixed:
+            t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
     if not _dw_fits(chip, p, t, c0, item) and "dw_step_kh" not in fixed:
         for kr in range(p.kdhw[1], 0, -1):
             t = _replace(t, dw_step_kh=kr)
@@ -208,8 +213,10 @@ def _dw_blocks(p, t, c0) -> int:
 
 
 def _dx_step(chip, p, t, c0, item) -> int:
-    """The most channel blocks per dx L1 chunk that fit (0: not even one)."""
-    for step in range(ceil_div(p.kc, c0), 0, -1):
+    """The most channel blocks per dx L1 chunk that fit (0: not even one); one when the chunk
+    takes only some kernel rows (K then runs channel block by channel block)."""
+    top = ceil_div(p.kc, c0) if t.dx_step_kh >= p.kdhw[1] else 1
+    for step in range(top, 0, -1):
         if _dx_fits(chip, p, _replace(t, dx_step_k1=step), c0, item):
             return step
     return 0
@@ -254,7 +261,7 @@ def _validate_blocks(t, c0) -> None:
              "allowed 1 or 2")
 
 
-def validate(chip, t, dx, dw, c0, item, fixed=frozenset(("base_m",))) -> None:
+def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
     """TilingError for a tiling that cannot work on ``chip``: about a field the user set
     (``fixed``), or, when only derived fields are involved, about the shape."""
     _validate_blocks(t, c0)
@@ -266,6 +273,7 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset(("base_m",))) -> None:
     _require(t.base_m * t.base_n * 4 <= chip.l0c_bytes, f"base_m x base_n x 4 = "
              f"{t.base_m * t.base_n * 4} bytes of L0C; {chip.name} has {chip.l0c_bytes}")
     _require(t.deterministic in (True, False), "deterministic: True or False")
+    _require(t.narrow in (True, False), "narrow: True or False")
     _require(1 <= t.bias_block_dim <= chip.vector_core_count, f"bias_block_dim = "
              f"{t.bias_block_dim}: 1 to {chip.vector_core_count}")
     _require(t.bias_tile > 0 and t.bias_tile % 64 == 0 and t.bias_tile * 12 + 64
@@ -277,8 +285,8 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset(("base_m",))) -> None:
         _validate_dw(chip, t, dw, c0, item, fixed)
 
 
-DX_FIELDS = ("base_m", "base_n", "dx_step_k1", "dx_step_kh", "l1_buffers")
-DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers")
+DX_FIELDS = ("base_m", "base_n", "dx_step_k1", "dx_step_kh", "l1_buffers", "narrow")
+DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers", "narrow")
 
 
 def _validate_dx(chip, t, p, c0, item, fixed) -> None:
@@ -293,19 +301,21 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
           and (chip.has_fixpipe or a1 <= chip.ub_bytes // 2))
     if not ok and not fixed & set(DX_FIELDS):
         raise TilingError(
-            f"{OP}: gradInput of this shape cannot run on {chip.name}: one kernel row "
-            f"({kw} taps of weight {kh} x {kw}) of one {c0}-channel block with the gradOutput "
-            f"map rows it reads ({_map_cols(p.w, p.out_dhw[2])} columns wide) "
-            f"needs {t.l1_buffers} x ({a1} + {b1}) bytes of L1"
+            f"{OP}: gradInput of this shape cannot run on {chip.name}: gradInput "
+            f"{p.out_dhw[1]} x {p.out_dhw[2]}, weight {kh} x {kw}, dilation {p.h.d} x {p.w.d}: "
+            f"one {c0}-channel block of one kernel row ({kw} taps) with the {a1 // c0 // item} "
+            f"map positions its outputs reach (with the padding beyond {LOAD3D_MAX_PAD} as "
+            f"zeros) needs "
+            f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1"
             + ("" if chip.has_fixpipe else f" and {a1} of UB (at most {chip.ub_bytes // 2})")
+            + ("" if p.out_dhw[1] == 1 else " (rows are cut into column chunks only when "
+               "gradInput has one row)")
             + f"; {chip.name} has {chip.l1_bytes}")
     _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dx L1 chunk needs "
              f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
              f"(set: {', '.join(sorted(fixed & set(DX_FIELDS)))})")
     _require(chip.has_fixpipe or a1 <= chip.ub_bytes // 2, f"dx stride expansion in UB needs "
              f"{a1} bytes; at most {chip.ub_bytes // 2}")
-    _check_pads("gradInput", (p.h, p.w), p.out_dhw[1:],
-                min(p.out_dhw[1], ceil_div(t.base_m, p.out_dhw[2]) + 1), t.dx_step_kh)
     _require(1 <= t.dx_block_dim <= chip.ai_core_count, f"dx_block_dim = {t.dx_block_dim}: "
              f"1 to {chip.ai_core_count}")
 
@@ -328,8 +338,8 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
              f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
              f"(set: {', '.join(sorted(fixed & set(DW_FIELDS)))})")
     hg, wg = p.grad_dhw[1:]
-    _check_pads("gradWeight", (p.h, p.w), (hg, wg), min(hg, ceil_div(t.dw_step_k, wg) + 1),
-                dw_block_rows(p, t, c0))
+    _check_pads("gradWeight", (p.h, p.w), (hg, wg, dw_cols_out(p, t)),
+                min(hg, ceil_div(t.dw_step_k, wg) + 1), dw_block_rows(p, t, c0))
     slices = p.n * p.grad_dhw[0]
     _require(1 <= t.dw_k_parts <= max(1, slices), f"dw_k_parts = {t.dw_k_parts}: 1 to "
              f"{max(1, slices)} (the (n, depth) slices)")
@@ -346,17 +356,15 @@ def _check_pads(what, axes, outs, rows, kr) -> None:
     """img2col (LoadData3D) pads at most 255 rows or columns on each side of the L1 map; a
     chunk of ``rows`` output rows and ``kr`` kernel rows sees at most its own extent in H."""
     ah, aw = axes
-    extent = (rows - 1) * ah.stride + (kr - 1) * ah.d
-    pads = {"left": max(0, aw.off),
-            "right": max(0, (outs[1] - 1) * aw.stride - aw.off + aw.span - aw.length),
-            "top": min(max(0, ah.off), extent),
-            "bottom": min(max(0, (outs[0] - 1) * ah.stride - ah.off + ah.span - ah.length),
-                          extent)}
-    worst = max(pads, key=pads.get)
-    if pads[worst] > LOAD3D_MAX_PAD:
+    seen = dict(zip(("top", "bottom"), pads(ah, outs[0], (rows - 1) * ah.stride
+                                             + (kr - 1) * ah.d), strict=True))
+    seen.update(zip(("left", "right"), pads(aw, outs[1], (outs[2] - 1) * aw.stride + aw.span
+                                             - 1), strict=True))
+    worst = max(seen, key=seen.get)
+    if seen[worst] > LOAD3D_MAX_PAD:
         unit, a = ("columns", aw) if worst in ("left", "right") else ("rows", ah)
         raise TilingError(
             f"{OP}: {what} of this shape cannot run: its img2col window reaches "
-            f"{pads[worst]} {unit} of padding ({worst}) beyond the map (kernel span "
+            f"{seen[worst]} {unit} of padding ({worst}) beyond the map (kernel span "
             f"(k - 1) x dilation + 1 = {a.span}, window offset {a.off}); LoadData3D pads at "
             f"most {LOAD3D_MAX_PAD}")

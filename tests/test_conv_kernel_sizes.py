@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_op_convolution_backward import check, make_case
 
 from npusim import load_chip, ops
@@ -63,13 +65,18 @@ STRIDED = [  # (n, cin, cout, spatial, kernel, cfg)
     (1, 3, 5, (12, 12), (7, 7), cfg2()),
     (1, 2, 3, (19, 18), (9, 9), cfg2(2, 3, 2)),
     (1, 2, 3, (38, 37), (13, 13), cfg2(1, 0, 3)),
-    (1, 2, 3, (33, 35), (31, 31), cfg2(3, 5)),
+    (1, 2, 3, (24, 26), (16, 16), cfg2(3, 5)),
     (1, 40, 24, (13, 13), (11, 11), cfg2(1, 1)),                # several channel blocks
     (1, 3, 5, (6, 7), (9, 9), cfg2(2, 1, 1, transposed=True, output_padding=[1, 0])),
     (1, 2, 3, (6, 9, 9), (3, 9, 9), dict(stride=[1, 1, 1], padding=[1, 0, 0],
                                           dilation=[1, 1, 1])),
     (1, 2, 3, (9, 30), (9, 16), dict(stride=[1, 2], padding=[1, 2, 0, 3], dilation=[1, 1],
                                      groups=1)),
+    # windows padded beyond LoadData3D's 255: the extra padding is zeros in L1
+    (1, 2, 3, (257,), (49,), dict(stride=[1], padding=[40], dilation=[7])),
+    (1, 2, 3, (337,), (49,), dict(stride=[2], padding=[0], dilation=[7])),
+    (1, 3, 2, (10, 150), (3, 49), dict(stride=[1, 3], padding=[1, 2], dilation=[1, 3])),
+    (1, 2, 3, (340, 4), (49, 2), dict(stride=[1, 1], padding=[0, 1], dilation=[7, 1])),
 ]
 
 
@@ -90,7 +97,7 @@ def test_fp32_large_kernel(chip, cmt):
 
 
 @pytest.mark.parametrize("chip", CHIPS)
-@pytest.mark.parametrize("k", [(64, 64), (127, 3), (3, 127), (255, 5)])
+@pytest.mark.parametrize("k", [(64, 9), (127, 3), (3, 127), (255, 5)])
 def test_huge_kernels_timing_only(chip, k):
     dy, x, w = make_case(np.float16, 1, 2, 3, (fits_input(k[0]), fits_input(k[1])), k, cfg2())
     r = ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1, 1], padding=[0, 0],
@@ -146,9 +153,25 @@ def test_overriding_one_field_derives_the_others():
 @pytest.mark.parametrize("fields", [{"dx_step_kh": 1}, {"dx_step_kh": 2, "dw_step_kh": 1},
                                     {"dw_step_kh": 3, "base_n": 32}, {"dw_step_kh": 7}])
 def test_kernel_row_overrides_stay_bit_exact(chip, fields):
+    """Several gradOutput channel blocks (Cout = 40): dx_step_k1 is derived as 1."""
     cfg = cfg2(2, 3)
-    check(chip, *make_case(np.float16, 2, 3, 5, (8, 8), (7, 7), cfg), cfg,
-          tiling={**ONE, **fields})
+    r = check(chip, *make_case(np.float16, 2, 3, 40, (8, 8), (7, 7), cfg), cfg,
+              tiling={**ONE, **fields})
+    assert r.tiling.dx_step_kh == 7 or r.tiling.dx_step_k1 == 1
+
+
+@settings(max_examples=12, deadline=None)
+@given(kh=st.sampled_from([1, 2, 3, 5, 9, 13]), kw=st.sampled_from([1, 2, 3, 5, 9, 13]),
+       s=st.integers(1, 3), d=st.integers(1, 3), p=st.integers(0, 2),
+       chip=st.sampled_from(CHIPS), fields=st.sampled_from([
+           {}, {"dx_step_kh": 1}, {"dw_step_kh": 1}, {"dx_step_kh": 2, "dw_step_kh": 2},
+           {"narrow": True}, {"base_n": 16}]))
+def test_kernel_rows_any_geometry(kh, kw, s, d, p, chip, fields):
+    cfg = cfg2(s, p, d)
+    sp = ((kh - 1) * d + 2, (kw - 1) * d + 3)
+    check(chip, *make_case(np.float16, 1, 3, 20, sp, (kh, kw), cfg), cfg,
+          tiling={**ONE, **{f: min(v, kh) if f.endswith("_kh") else v
+                            for f, v in fields.items()}})
 
 
 @pytest.mark.parametrize("fields, says", [
@@ -163,18 +186,48 @@ def test_kernel_row_fields_checked(fields, says):
                                  dilation=[1, 1], tiling=fields, numerics=False)
 
 
+LONG = [  # 1-D rows wider than L1: narrow chunks (only the columns a block reaches)
+    (1, 1, 4, (16000,), (10,), dict(stride=[5], padding=[0], dilation=[1])),
+    (1, 2, 3, (1, 20000), (1, 5), dict(stride=[1, 3], padding=[0, 2], dilation=[1, 1])),
+]
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("case", range(len(LONG)))
+def test_long_rows_run_narrow(chip, case):
+    n, cin, cout, sp, k, cfg = LONG[case]
+    r = check(chip, *make_case(np.float16, n, cin, cout, sp, k, cfg), cfg, tiling=ONE)
+    assert r.tiling.narrow
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_narrow_override_stays_bit_exact(chip):
+    cfg = dict(stride=[2], padding=[40], dilation=[7])
+    check(chip, *make_case(np.float16, 2, 3, 5, (700,), (49,), cfg), cfg,
+          tiling={**ONE, "narrow": True, "base_m": 64, "dw_step_k": 128})
+
+
 def test_shape_that_cannot_run_says_so_in_terms_of_the_shape():
-    """A map row wider than L1 and an img2col pad beyond LoadData3D's 255: one clear error."""
-    dy, x, w = make_case(np.float16, 1, 2, 3, (40000,), (3,), dict(
-        stride=[1], padding=[0], dilation=[1]))
-    with pytest.raises(TilingError, match="of this shape cannot run on atlas-a2: .* columns"):
-        ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1], padding=[0],
-                                 dilation=[1], output_padding=[0], numerics=False)
-    cfg = dict(stride=[1], padding=[0], dilation=[3])
-    dy, x, w = make_case(np.float16, 1, 2, 3, (300,), (90,), cfg)
-    with pytest.raises(TilingError, match="padding .* LoadData3D pads at most 255"):
-        ops.convolution_backward(dy, x, w, bias_sizes=[3], stride=[1], padding=[0],
-                                 dilation=[3], output_padding=[0], numerics=False)
+    """A map row wider than L1 (2-D: more than one output row), a 1-D window wider than L1
+    and a gradWeight window padded beyond LoadData3D's 255 (no Atlas A2 range limits the
+    padding on Atlas training): one clear error each, naming the shape."""
+    cfg = dict(stride=[1, 1], padding=[0, 0], dilation=[1, 1])
+    dy, x, w = make_case(np.float16, 1, 2, 3, (3, 40000), (2, 3), cfg)
+    with pytest.raises(TilingError, match="gradInput of this shape cannot run on atlas-a2: "
+                       "gradInput 3 x 40000, weight 2 x 3, .* 79996 map positions"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, numerics=False)
+    cfg = dict(stride=[1], padding=[0], dilation=[255])
+    dy, x, w = make_case(np.float16, 1, 2, 3, (64800,), (255,), cfg)
+    with pytest.raises(TilingError, match="of this shape cannot run on atlas-a2: .* dilation "
+                       "1 x 255: .* 64898 map positions"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, output_padding=[0],
+                                 numerics=False)
+    cfg = dict(stride=[1], padding=[300], dilation=[1])
+    dy, x, w = make_case(np.float16, 1, 2, 3, (5,), (3,), cfg)
+    with pytest.raises(TilingError, match="gradWeight of this shape cannot run: .* 300 columns"
+                       " of padding .* LoadData3D pads at most 255"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, output_padding=[0],
+                                 numerics=False, chip="atlas-training")
 
 
 def test_stem_through_the_command():

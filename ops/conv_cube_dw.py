@@ -1,0 +1,139 @@
+"""The gradWeight (dw) cube kernel of ConvolutionBackward; see ``ops/conv_cube.py``."""
+
+from dataclasses import replace
+
+from npusim.dsl import DataCopyParams, cube, data_copy
+from npusim.ops.common import ceil_div
+from npusim.ops.conv_chunks import dw_n_blocks, dw_narrow
+from npusim.ops.conv_cube_base import ConvCubeKernel, copy_map
+
+
+class DwKernel(ConvCubeKernel):
+    """gradWeight: tasks (K part, g, kd, M block, N block) round-robin over the cube cores."""
+
+    def init(self, grad5, feat5, ws, prob, tiling, cd, l1_a, l1_b, hf32, blocks):
+        self.grad5, self.feat5, self.ws, self.p = grad5, feat5, ws, prob
+        self.setup(tiling, cd, ws.dtype, l1_a, l1_b)
+        self.g1 = ceil_div(prob.gc, self.c0)
+        self.f1 = ceil_div(prob.fc, self.c0)
+        kh, kw = prob.kdhw[1:]
+        self.ncols = self.f1 * kh * kw * self.c0
+        self.blocks = blocks      # (mbs, nbs)
+        self.nblocks = dw_n_blocks(prob, tiling, self.c0)
+        cube.set_hf32_mode(hf32)
+
+    def process(self):
+        t, p = self.t, self.p
+        mbs, nbs = self.blocks
+        per_part = p.groups * p.kdhw[0] * mbs * nbs
+        for i in self.tasks(t.dw_k_parts * per_part):
+            part, rest = divmod(i, per_part)
+            rest, nb = divmod(rest, nbs)
+            rest, mb = divmod(rest, mbs)
+            g, kd = divmod(rest, p.kdhw[0])
+            self.block(part, g, kd, mb, self.nblocks[nb])
+
+    def block(self, part, g, kd, mb, nblock):
+        """One (M block, N block = (first column, columns, first kernel row, kernel rows))."""
+        t, p = self.t, self.p
+        mc1 = t.base_m // self.c0
+        k1_lo = mb * mc1
+        kc1 = min(mc1, self.g1 - k1_lo)
+        n0, nn = nblock[:2]
+        slices = p.n * p.grad_dhw[0]
+        lo, hi = part * slices // t.dw_k_parts, (part + 1) * slices // t.dw_k_parts
+        c = self.co1.alloc_tensor("float32")
+        first = True
+        for s in range(lo, hi):
+            n, dg = divmod(s, p.grad_dhw[0])
+            df = p.feature_slice(kd, dg)
+            if df >= 0:
+                first = self.slice(c, (n, g, dg, df), k1_lo, kc1, nblock, first)
+        if first:
+            self.zero_block(c, kc1 * self.c0, nn)
+        mr = self.g1 * self.c0
+        slot = part if t.deterministic else 0
+        row0 = ((slot * p.groups + g) * p.kdhw[0] + kd) * mr + k1_lo * self.c0
+        atomic = t.dw_k_parts > 1 and not t.deterministic
+        self.copy_out(c, self.ws[row0 * self.ncols + n0], kc1 * self.c0, nn, self.ncols,
+                      atomic)
+
+    def slice(self, c, at, k1_lo, kc1, nblock, first) -> bool:
+        """Accumulate one (n, depth) slice's positions; returns the new ``first``. The feature
+        rows are those the N block's kernel rows reach (a convolution with a kernel of those
+        rows on the map shifted by the first of them)."""
+        t, p = self.t, self.p
+        n, g, dg, df = at
+        n0, nn, kr0, krn = nblock
+        hg, wg = p.grad_dhw[1:]
+        narrow = dw_narrow(p, t)   # one grad row: each chunk loads its own columns
+        cols = p.w.rows_for(0, wg)
+        sub = replace(p.h, off=p.h.off - kr0 * p.h.d, k=krn)
+        for p0 in range(0, hg * wg, t.dw_step_k):
+            p1 = min(hg * wg, p0 + t.dw_step_k)
+            r0, r1 = p0 // wg, (p1 - 1) // wg + 1
+            rows = sub.rows_for(r0, r1)
+            if narrow:
+                cols = p.w.rows_for(p0, p1)
+            if not (rows.rows and cols.rows):
+                continue   # the window sees only padding: a zero contribution
+            first_pos = p0 if narrow else r0 * wg   # position of the L1 grad's first column
+            self.load_grad((n, g, dg), k1_lo, kc1, first_pos, p1 if narrow else r1 * wg)
+            fk = self.load_feature(n, g, df, n0, nn, rows, cols)
+            self.chunk(c, kc1, fk, (rows, cols), (p0, p1, first_pos), nblock, first)
+            first = False
+        return first
+
+    def load_grad(self, at, k1_lo, kc1, q0, q1):
+        """Grad positions [q0, q1) (whole rows, or one row's chunk when narrow) of kc1
+        channel blocks."""
+        n, g, dg = at
+        hw = self.p.grad_dhw[1] * self.p.grad_dhw[2]
+        base = (((n * self.p.groups + g) * self.p.grad_dhw[0] + dg) * self.g1 + k1_lo) * hw
+        a1 = self.a1.alloc_tensor(self.cd)
+        data_copy(a1, self.grad5[(base + q0) * self.c0], DataCopyParams(
+            block_count=kc1, block_len=q1 - q0, src_stride=hw - (q1 - q0)))
+        self.a1.enque(a1)
+
+    def load_feature(self, n, g, df, n0, nn, rows, cols):
+        """The feature channel blocks the N block's columns need; returns (first block, count)."""
+        kh, kw = self.p.kdhw[1:]
+        per = kh * kw * self.c0
+        f_lo, f_hi = n0 // per, (n0 + nn - 1) // per + 1
+        hf, wf = self.p.feat_dhw[1:]
+        base = ((((n * self.p.groups + g) * self.p.feat_dhw[0] + df) * self.f1 + f_lo) * hf
+                * wf * self.c0)
+        b1 = self.b1.alloc_tensor(self.cd)
+        copy_map(b1, self.feat5[base], f_hi - f_lo, rows, cols, (hf, wf), self.c0)
+        self.b1.enque(b1)
+        return f_lo, f_hi - f_lo
+
+    def chunk(self, c, kc1, fk, window, span, nblock, first):
+        t, p, c0 = self.t, self.p, self.c0
+        p0, p1, q0 = span   # positions [p0, p1); the L1 grad starts at position q0
+        f_lo, fc1 = fk
+        rows, cols = window
+        n0, nn, kr0, kh = nblock
+        kw = p.kdhw[2]
+        wg = p.grad_dhw[2]
+        a_hw = (1, p1 - q0) if dw_narrow(p, t) else ((p1 - 1) // wg + 1 - q0 // wg, wg)
+        a1, b1 = self.a1.deque(), self.b1.deque()
+        for k_lo in range(p0, p1, t.base_k):
+            kl = min(t.base_k, p1 - k_lo)
+            a2 = self.a2.alloc_tensor(self.cd)
+            cube.load_data(a2, a1, cube.LoadData3DParamsV2(
+                l1_h=a_hw[0], l1_w=a_hw[1], channel_size=kc1 * c0,
+                k_extension=kc1 * c0, m_extension=kl, m_start_pt=k_lo - q0,
+                en_transpose=True))
+            self.a2.enque(a2)
+            b2 = self.b2.alloc_tensor(self.cd)
+            cube.load_data(b2, b1, cube.LoadData3DParamsV2(
+                pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi), l1_h=rows.rows,
+                l1_w=cols.rows, channel_size=fc1 * c0, k_extension=nn, m_extension=kl,
+                k_start_pt=n0 - (f_lo * p.kdhw[1] + kr0) * kw * c0, m_start_pt=k_lo - q0,
+                stride_w=p.w.stride, stride_h=p.h.stride, filter_w=kw, filter_h=kh,
+                dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
+            self.b2.enque(b2)
+            self.mmad(c, kc1 * c0, nn, kl, first and k_lo == p0)
+        self.a1.free_tensor(a1)
+        self.b1.free_tensor(b1)
