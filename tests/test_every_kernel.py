@@ -48,6 +48,18 @@ def conv_kernel_rows(chip, **options):
         tiling={"dx_step_kh": 3, "dw_step_kh": 2, "dw_k_parts": 1}, **options)
 
 
+def conv_narrow_padded(chip, **options):
+    """1-D, k = 49 dilated 7: narrow chunks (the map columns each block reaches) and window
+    padding beyond LoadData3D's 255 held as zeros in L1."""
+    rng = np.random.default_rng(17)
+    x = rng.uniform(-1, 1, (1, 3, 400)).astype(np.float16)
+    w = rng.uniform(-1, 1, (5, 3, 49)).astype(np.float16)
+    dy = rng.uniform(-1, 1, (1, 5, 72)).astype(np.float16)
+    return ops.convolution_backward(
+        dy, x, w, bias_sizes=[5], stride=[2], padding=[40], dilation=[7], output_padding=[0],
+        chip=chip, tiling={"narrow": True, "base_m": 64, "dw_k_parts": 1}, **options)
+
+
 def moe(chip, **options):
     """MoeTokenPermuteGrad with dropped copies, a chunked row and batched indices (A2 only)."""
     if npusim.load_chip(chip).product != "atlas-a2":
@@ -111,6 +123,7 @@ KERNELS = {
                                                                     **o),
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
     "convolution_backward kernel rows": conv_kernel_rows,
+    "convolution_backward narrow, padded": conv_narrow_padded,
     "moe_token_permute_grad": moe,
     "cross_entropy_loss_grad + contiguous": cross_entropy,
     "embedding_dense_backward sorted (sort, casts, D chunks)":
