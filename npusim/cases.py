@@ -323,7 +323,8 @@ CONVOLUTION = OpCase(
               "--shape 1x16x8x16x16 --param weight=32x3 --chip atlas-a2   (3-D)",
               "--shape 4x64x28x28 --tiling base_n=64 --tiling dw_k_parts=2"),
     tiling_help="base_m, base_n, base_k (the cube base block: GEMM rows, columns, K per L0 "
-                "tile), dx_step_k1 (gradOutput channel blocks per dx L1 chunk), dx_step_kh "
+                "tile), dx_base_n (dx input channels per block, at most base_n), dx_step_k1 "
+                "(gradOutput channel blocks per dx L1 chunk), dx_step_kh "
                 "(kernel rows per dx L1 chunk), dw_step_k (grad positions per dw L1 chunk), "
                 "dw_step_kh (0: dw N blocks across channel blocks, or kernel rows per dw N "
                 "block), narrow (1-D: L1 chunks hold only the map columns they reach), "

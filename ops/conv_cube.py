@@ -80,18 +80,18 @@ class DxKernel(ConvCubeKernel):
 
     def process(self):
         t, p = self.t, self.p
-        mbs, nbs = ceil_div(self.hw, t.base_m), ceil_div(self.n16, t.base_n)
+        mbs, nbs = ceil_div(self.hw, t.base_m), ceil_div(self.n16, t.dx_base_n)
         total = p.n * p.groups * p.out_dhw[0] * mbs * nbs
         for i in self.tasks(total):
             rest, nb = divmod(i, nbs)
             rest, mb = divmod(rest, mbs)
             rest, di = divmod(rest, p.out_dhw[0])
             n, g = divmod(rest, p.groups)
-            self.block(n, g, di, mb * t.base_m, nb * t.base_n)
+            self.block(n, g, di, mb * t.base_m, nb * t.dx_base_n)
 
     def block(self, n, g, di, m0, n0):
         t, p, w = self.t, self.p, self.p.out_dhw[2]
-        m, nn = min(t.base_m, self.hw - m0), min(t.base_n, self.n16 - n0)
+        m, nn = min(t.base_m, self.hw - m0), min(t.dx_base_n, self.n16 - n0)
         h0, h1 = m0 // w, (m0 + m - 1) // w + 1
         if dx_narrow(p, t):   # one output row: the map columns of this block's outputs
             cols, m_start = widen(p.w.rows_for(m0, m0 + m), LOAD3D_MAX_PAD), 0

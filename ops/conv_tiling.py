@@ -13,7 +13,7 @@ is not public, §2(e)).
 Derive, then validate: the user's overrides are kept and every other field is derived from
 them. When the CANN-like default does not fit L1 (large kernels, long rows), the derivation
 falls back step by step, each step only if the previous does not fit, so shapes that fit keep
-the default: dx's base_n shrinks to the input channels there are; where the output has one
+the default: dx_base_n shrinks to the input channels there are; where the output has one
 row (1-D), chunks hold only the map columns their outputs reach (``narrow``); the dx chunk
 takes fewer kernel rows (``dx_step_kh``, one channel block at a time, so K keeps its order);
 dw N blocks stay in one channel block and ``dw_step_kh`` kernel rows, with only the feature
@@ -47,6 +47,8 @@ class ConvBackwardTiling:
 
     base_m: int          # GEMM rows per base block: dx H·W positions, dw grad channels
     base_n: int          # GEMM columns: dx input channels, dw (Cin1, kh, kw, C0) columns
+    dx_base_n: int       # dx input channels per block (<= base_n): base_n, or the channels
+                         # there are when a base_n block of all taps does not fit L1
     base_k: int          # K elements per L0A/L0B tile (multiple of C0)
     dx_step_k1: int      # gradOutput channel blocks (C0 each) per dx L1 chunk
     dx_step_kh: int      # kernel rows per dx L1 chunk: kH, or fewer when one channel block
@@ -79,7 +81,7 @@ def dx_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     rows = min(p.h.length + more_h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols = min(p.w.length + more_w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span)
     a1 = t.dx_step_k1 * rows * cols * c0 * item
-    b1 = t.dx_step_k1 * kr * kw * (t.base_n // 16) * 512
+    b1 = t.dx_step_k1 * kr * kw * (t.dx_base_n // 16) * 512
     return a1, b1
 
 
@@ -107,7 +109,8 @@ def default_tiling(chip, dx, dw, c0: int, item: int, bias_n: int) -> ConvBackwar
 
 def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
     """The fields nothing is derived from (and placeholders for the derived ones)."""
-    return ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, base_k=128 // item,
+    return ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, dx_base_n=BEST_BASE_N,
+                              base_k=128 // item,
                               dx_step_k1=1, dx_step_kh=dx.kdhw[1] if dx else 1,
                               dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
                               dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
@@ -126,15 +129,17 @@ def derive(chip, t, dx, dw, c0, item, fixed) -> ConvBackwardTiling:
 
 
 def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
-    """dx_step_k1 as large as fits L1; if one channel block of all taps does not fit, base_n
-    shrinks to the channels there are, then the chunk takes fewer kernel rows."""
-    free = {f for f in ("dx_step_k1", "dx_step_kh", "base_n") if f not in fixed}
+    """dx_step_k1 as large as fits L1; if one channel block of all taps does not fit,
+    dx_base_n shrinks to the channels there are, then the chunk takes fewer kernel rows."""
+    free = {f for f in ("dx_step_k1", "dx_step_kh", "dx_base_n") if f not in fixed}
+    if "dx_base_n" in free:
+        t = _replace(t, dx_base_n=t.base_n)
     if "dx_step_kh" in free:
         t = _replace(t, dx_step_kh=p.kdhw[1])
     if "dx_step_k1" in free:
         t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
-    if not _dx_fits(chip, p, t, c0, item) and "base_n" in free:
-        t = _replace(t, base_n=min(t.base_n, round_up(p.nc, 16)))
+    if not _dx_fits(chip, p, t, c0, item) and "dx_base_n" in free:
+        t = _replace(t, dx_base_n=min(t.dx_base_n, round_up(p.nc, 16)))
         if "dx_step_k1" in free:
             t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
     if not _dx_fits(chip, p, t, c0, item) and "narrow" not in fixed and p.out_dhw[1] == 1:
@@ -198,7 +203,7 @@ def _replace(t, **fields):
 def _dx_tasks(p, t, c0) -> int:
     hw = p.out_dhw[1] * p.out_dhw[2]
     return max(1, p.n * p.groups * p.out_dhw[0] * ceil_div(hw, t.base_m)
-               * ceil_div(round_up(p.nc, 16), t.base_n))
+               * ceil_div(round_up(p.nc, 16), t.dx_base_n))
 
 
 def dw_block_grid(p, t, c0) -> tuple[int, int]:
@@ -285,12 +290,16 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
         _validate_dw(chip, t, dw, c0, item, fixed)
 
 
-DX_FIELDS = ("base_m", "base_n", "dx_step_k1", "dx_step_kh", "l1_buffers", "narrow")
+DX_FIELDS = ("base_m", "base_n", "dx_base_n", "dx_step_k1", "dx_step_kh", "l1_buffers",
+             "narrow")
 DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers", "narrow")
 
 
 def _validate_dx(chip, t, p, c0, item, fixed) -> None:
     kh, kw = p.kdhw[1:]
+    _require(0 < t.dx_base_n <= t.base_n and t.dx_base_n % 16 == 0, f"dx_base_n = "
+             f"{t.dx_base_n}: a positive multiple of 16, at most base_n = {t.base_n} (L0B and "
+             "L0C are sized by base_n)")
     _require(1 <= t.dx_step_k1 <= ceil_div(p.kc, c0), f"dx_step_k1 = {t.dx_step_k1}: 1 to "
              f"{ceil_div(p.kc, c0)} channel blocks")
     _require(1 <= t.dx_step_kh <= kh, f"dx_step_kh = {t.dx_step_kh}: 1 to kH = {kh} rows")

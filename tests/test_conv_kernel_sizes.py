@@ -133,19 +133,24 @@ def test_255_square_tiling_fits(chip):
 def test_default_keeps_the_whole_kernel_when_it_fits():
     """Shapes that ran before keep their tiling: all kernel rows, base_n 256."""
     _, _, t = tiling_of(load_chip("atlas-a2"), (2, 32, 28, 28), (3, 3))
-    assert (t.dx_step_kh, t.dw_step_kh, t.base_n) == (3, 0, 256)
+    assert (t.dx_step_kh, t.dw_step_kh, t.base_n, t.dx_base_n) == (3, 0, 256, 256)
 
 
-def test_stem_shrinks_base_n_to_the_channels():
+def test_stem_shrinks_dx_base_n_to_the_channels():
+    """dx's blocks shrink to the 3 input channels (16 columns); dw keeps 256-column blocks."""
     _, _, t = tiling_of(load_chip("atlas-a2"), (2, 3, 8, 8), (7, 7))
-    assert t.base_n == 16 and t.dx_step_kh == 7
+    assert (t.dx_base_n, t.base_n, t.dx_step_kh) == (16, 256, 7)
 
 
 def test_overriding_one_field_derives_the_others():
-    """base_n = 256 on the stem: the kernel rows per chunk are derived to fit L1."""
+    """dx_base_n = 256 on the stem: the kernel rows per chunk are derived to fit L1; base_n
+    = 64 alone: dx_base_n follows it (a 64-column block of all taps fits)."""
     c = load_chip("atlas-a2")
-    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"base_n": 256})
-    assert t.base_n == 256 and t.dx_step_kh < 7
+    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"dx_base_n": 256})
+    assert t.dx_base_n == 256 and t.dx_step_kh < 7
+    assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
+    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"base_n": 64})
+    assert (t.base_n, t.dx_base_n, t.dx_step_kh) == (64, 64, 7)
     assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
 
 
@@ -178,6 +183,7 @@ def test_kernel_rows_any_geometry(kh, kw, s, d, p, chip, fields):
     ({"dx_step_kh": 0}, "dx_step_kh = 0: 1 to kH = 7"),
     ({"dx_step_kh": 3, "dx_step_k1": 2}, "dx_step_kh = 3 < kH = 7 needs dx_step_k1 = 1"),
     ({"dw_step_kh": 8}, "dw_step_kh = 8: 0 (N blocks across channel blocks) or 1 to kH = 7"),
+    ({"dx_base_n": 512}, "dx_base_n = 512: a positive multiple of 16, at most base_n = 256"),
 ])
 def test_kernel_row_fields_checked(fields, says):
     dy, x, w = make_case(np.float16, 2, 3, 40, (8, 8), (7, 7), cfg2(2, 3))
@@ -240,4 +246,4 @@ def test_stem_through_the_command():
     assert out.returncode == 0, out.stderr
     for name in ("gradInput", "gradWeight", "gradBias"):
         assert f"{name}: bit-identical to the golden" in out.stdout
-    assert "dx_step_kh=7" in out.stdout and "base_n=16" in out.stdout
+    assert "dx_step_kh=7" in out.stdout and "dx_base_n=16" in out.stdout
