@@ -338,11 +338,13 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
     a1, b1 = dw_l1_bytes(p, t, c0, item)
     if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
         raise TilingError(
-            f"{OP}: gradWeight of this shape cannot run on {chip.name}: {t.dw_step_k} grad "
-            f"positions (grad width {p.grad_dhw[2]}) with the feature rows one kernel row "
-            f"reaches ({_map_cols(p.w, p.grad_dhw[2])} columns wide, kernel {kh} x "
-            f"{p.kdhw[2]}) need "
-            f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1; {chip.name} has {chip.l1_bytes}")
+            f"{OP}: gradWeight of this shape cannot run on {chip.name}: grad "
+            f"{p.grad_dhw[1]} x {p.grad_dhw[2]}, feature {p.feat_dhw[1]} x {p.feat_dhw[2]}, "
+            f"kernel {kh} x {p.kdhw[2]}: {t.dw_step_k} grad positions with the feature rows "
+            f"one kernel row reaches ({_map_cols(p.w, dw_cols_out(p, t))} columns wide) need "
+            f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1; {chip.name} has {chip.l1_bytes}"
+            + ("" if p.grad_dhw[1] == 1 else " (rows are cut into column chunks only when "
+               "the grad has one row)"))
     _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dw L1 chunk needs "
              f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
              f"(set: {', '.join(sorted(fixed & set(DW_FIELDS)))})")

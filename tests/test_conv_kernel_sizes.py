@@ -222,6 +222,10 @@ def test_shape_that_cannot_run_says_so_in_terms_of_the_shape():
     with pytest.raises(TilingError, match="gradInput of this shape cannot run on atlas-a2: "
                        "gradInput 3 x 40000, weight 2 x 3, .* 79996 map positions"):
         ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, numerics=False)
+    with pytest.raises(TilingError, match="gradWeight of this shape cannot run on atlas-a2: "
+                       "grad 2 x 39998, feature 3 x 40000, kernel 2 x 3"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, numerics=False,
+                                 output_mask=(False, True, True))
     cfg = dict(stride=[1], padding=[0], dilation=[255])
     dy, x, w = make_case(np.float16, 1, 2, 3, (64800,), (255,), cfg)
     with pytest.raises(TilingError, match="of this shape cannot run on atlas-a2: .* dilation "
