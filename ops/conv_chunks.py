@@ -12,6 +12,7 @@ covers: the geometry the tiling sizes L1 with and the cube kernels load by.
 from npusim.ops.common import ceil_div
 
 LOAD3D_MAX_PAD = 255    # LoadData3DParamsV2 padList entries are 8 bits (isa/load.py checks it)
+LOAD3D_MAX_FILTER = 255  # and filterW / filterH (the kernels do not use filterSizeW/H's +256)
 
 
 def dx_narrow(p, t) -> bool:

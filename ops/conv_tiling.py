@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, round_up
 from npusim.ops.conv_chunks import (
+    LOAD3D_MAX_FILTER,
     LOAD3D_MAX_PAD,
     dw_block_rows,
     dw_cols_out,
@@ -135,7 +136,7 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     if "dx_base_n" in free:
         t = _replace(t, dx_base_n=t.base_n)
     if "dx_step_kh" in free:
-        t = _replace(t, dx_step_kh=p.kdhw[1])
+        t = _replace(t, dx_step_kh=min(p.kdhw[1], LOAD3D_MAX_FILTER))
     if "dx_step_k1" in free:
         t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
     if not _dx_fits(chip, p, t, c0, item) and "dx_base_n" in free:
@@ -149,7 +150,7 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     if not _dx_fits(chip, p, t, c0, item) and "dx_step_kh" in free:
         if "dx_step_k1" in free:
             t = _replace(t, dx_step_k1=1)
-        for kr in range(p.kdhw[1] - 1, 0, -1):
+        for kr in range(t.dx_step_kh - 1, 0, -1):
             t = _replace(t, dx_step_kh=kr)
             if _dx_fits(chip, p, t, c0, item):
                 break
@@ -161,8 +162,8 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
 def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     """dw_step_k as large as fits L1 (N blocks across channel blocks); else N blocks of one
     channel block and as many kernel rows as fit; then the K split over the cores."""
-    if "dw_step_kh" not in fixed:
-        t = _replace(t, dw_step_kh=0)
+    if "dw_step_kh" not in fixed:   # 0 (all kernel rows) unless img2col cannot take them
+        t = _replace(t, dw_step_kh=0 if p.kdhw[1] <= LOAD3D_MAX_FILTER else LOAD3D_MAX_FILTER)
     if "dw_step_k" not in fixed:
         t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
     if not _dw_fits(chip, p, t, c0, item) and "narrow" not in fixed and p.grad_dhw[1] == 1:
@@ -170,7 +171,7 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
         if "dw_step_k" not in fixed:
             t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
     if not _dw_fits(chip, p, t, c0, item) and "dw_step_kh" not in fixed:
-        for kr in range(p.kdhw[1], 0, -1):
+        for kr in range(min(p.kdhw[1], LOAD3D_MAX_FILTER), 0, -1):
             t = _replace(t, dw_step_kh=kr)
             if "dw_step_k" not in fixed:
                 t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
@@ -302,7 +303,10 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
              "L0C are sized by base_n)")
     _require(1 <= t.dx_step_k1 <= ceil_div(p.kc, c0), f"dx_step_k1 = {t.dx_step_k1}: 1 to "
              f"{ceil_div(p.kc, c0)} channel blocks")
-    _require(1 <= t.dx_step_kh <= kh, f"dx_step_kh = {t.dx_step_kh}: 1 to kH = {kh} rows")
+    _check_kernel_width(kw)
+    top = min(kh, LOAD3D_MAX_FILTER)
+    _require(1 <= t.dx_step_kh <= top, f"dx_step_kh = {t.dx_step_kh}: 1 to {top} kernel rows "
+             f"(kH = {kh}; LoadData3D takes at most {LOAD3D_MAX_FILTER})")
     _require(t.dx_step_kh == kh or t.dx_step_k1 == 1, f"dx_step_kh = {t.dx_step_kh} < kH = "
              f"{kh} needs dx_step_k1 = 1 (K runs channel block by channel block)")
     a1, b1 = dx_l1_bytes(p, t, c0, item)
@@ -333,8 +337,11 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
     kh = p.kdhw[1]
     _require(t.dw_step_k > 0 and t.dw_step_k % t.base_k == 0, f"dw_step_k = {t.dw_step_k}: a "
              f"positive multiple of base_k = {t.base_k}")
-    _require(0 <= t.dw_step_kh <= kh, f"dw_step_kh = {t.dw_step_kh}: 0 (N blocks across "
-             f"channel blocks) or 1 to kH = {kh} kernel rows")
+    _check_kernel_width(p.kdhw[2])
+    top = min(kh, LOAD3D_MAX_FILTER)
+    _require(0 <= t.dw_step_kh <= top and (t.dw_step_kh or kh <= top), f"dw_step_kh = "
+             f"{t.dw_step_kh}: 0 (N blocks across channel blocks) or 1 to {top} kernel rows "
+             f"(kH = {kh}; 0 needs kH <= {LOAD3D_MAX_FILTER}, what LoadData3D takes)")
     a1, b1 = dw_l1_bytes(p, t, c0, item)
     if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
         raise TilingError(
@@ -356,6 +363,13 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
              f"{max(1, slices)} (the (n, depth) slices)")
     _require(1 <= t.dw_block_dim <= chip.ai_core_count, f"dw_block_dim = {t.dw_block_dim}: "
              f"1 to {chip.ai_core_count}")
+
+
+def _check_kernel_width(kw: int) -> None:
+    if kw > LOAD3D_MAX_FILTER:
+        raise TilingError(f"{OP}: a weight {kw} taps wide (W, or L in 1-D) cannot run: "
+                          f"LoadData3D takes at most {LOAD3D_MAX_FILTER} kernel columns and "
+                          "the kernels cut a kernel by rows only")
 
 
 def _map_cols(a, out: int) -> int:

@@ -180,9 +180,10 @@ def test_kernel_rows_any_geometry(kh, kw, s, d, p, chip, fields):
 
 
 @pytest.mark.parametrize("fields, says", [
-    ({"dx_step_kh": 0}, "dx_step_kh = 0: 1 to kH = 7"),
+    ({"dx_step_kh": 0}, "dx_step_kh = 0: 1 to 7 kernel rows (kH = 7;"),
     ({"dx_step_kh": 3, "dx_step_k1": 2}, "dx_step_kh = 3 < kH = 7 needs dx_step_k1 = 1"),
-    ({"dw_step_kh": 8}, "dw_step_kh = 8: 0 (N blocks across channel blocks) or 1 to kH = 7"),
+    ({"dw_step_kh": 8}, "dw_step_kh = 8: 0 (N blocks across channel blocks) or 1 to 7 "
+                        "kernel rows"),
     ({"dx_base_n": 512}, "dx_base_n = 512: a positive multiple of 16, at most base_n = 256"),
 ])
 def test_kernel_row_fields_checked(fields, says):
@@ -211,6 +212,21 @@ def test_narrow_override_stays_bit_exact(chip):
     cfg = dict(stride=[2], padding=[40], dilation=[7])
     check(chip, *make_case(np.float16, 2, 3, 5, (700,), (49,), cfg), cfg,
           tiling={**ONE, "narrow": True, "base_m": 64, "dw_step_k": 128})
+
+
+def test_kernel_taller_than_img2col_takes_on_training():
+    """Atlas training has no 255 limit on the weight: 300 kernel rows run in chunks of at most
+    255 (LoadData3D's filter limit); 300 kernel columns are refused naming the shape."""
+    cfg = dict(stride=[1, 1], padding=[1, 0], dilation=[1, 1])
+    r = check("atlas-training", *make_case(np.float16, 1, 2, 3, (302, 3), (300, 2), cfg), cfg,
+              tiling=ONE)
+    assert r.tiling.dx_step_kh <= 255 and 0 < r.tiling.dw_step_kh <= 255
+    cfg = dict(stride=[1], padding=[0], dilation=[1])
+    dy, x, w = make_case(np.float16, 1, 2, 3, (305,), (300,), cfg)
+    with pytest.raises(TilingError, match="a weight 300 taps wide .* cannot run: LoadData3D "
+                       "takes at most 255 kernel columns"):
+        ops.convolution_backward(dy, x, w, bias_sizes=[3], **cfg, output_padding=[0],
+                                 chip="atlas-training", numerics=False)
 
 
 def test_shape_that_cannot_run_says_so_in_terms_of_the_shape():
