@@ -49,14 +49,15 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None,
 
 
 def _point(call, chip) -> dict:
-    return {"op": call.op, "chip": chip, "shape": list(call.shape), "dtype": call.dtype,
+    return {"op": call.op, "chip": chip, "shape": list(call.shape), "dtype": call.dtype_for(chip),
             "params": call.params, "tiling": call.tiling or None, "numerics": False,
             "check": False, "seed": 0}
 
 
 def _row(call, chip, rec) -> dict:
     row = {"call": call.index, "note": call.note, "op": call.op,
-           "shape": "x".join(map(str, call.shape)), "dtype": call.dtype, "params": call.params,
+           "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
+           "params": call.params,
            "count": call.count, "chip": chip, "share": 0.0}
     if rec is None:
         return {**row, "status": "not modelled yet",

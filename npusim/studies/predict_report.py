@@ -148,7 +148,7 @@ def _stacked(plt, result):
             left += r["total_us"] / 1000
     ax.set_yticks(range(len(chips)), chips)
     ax.set_xlabel("predicted time of the step (ms), stacked by call")
-    if len(calls) <= 12:
+    if len(calls) <= 12 and ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig

@@ -3,6 +3,9 @@
 A workload has a ``name``, a ``description`` and ``[[call]]`` entries, each what ``npusim run``
 would take: ``op``, ``shape`` ("32x64x56x56"), ``dtype``, optional ``params`` (the ``--param``
 values), optional ``tiling`` and ``note``, and ``count`` (how many times the step runs it).
+``dtype_on`` optionally gives another dtype on a chip, as a framework's mixed precision would
+choose it there (``dtype_on = { atlas-training = "float16" }`` for a bf16 model on the Atlas
+training series, which has no bf16).
 Loading checks every entry against the command's registry; a malformed one is a one-line
 ``NpusimError`` naming the file, the entry and what is allowed. An operator the registry lists
 but ``npusim.ops`` does not have yet is kept, marked not modelled yet.
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from npusim.errors import NpusimError
 
-CALL_KEYS = {"op", "shape", "dtype", "params", "tiling", "count", "note"}
+CALL_KEYS = {"op", "shape", "dtype", "dtype_on", "params", "tiling", "count", "note"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,10 @@ class Call:
     count: int = 1
     note: str = ""
     modelled: bool = True
+    dtype_on: dict = field(default_factory=dict)    # chip name -> dtype there
+
+    def dtype_for(self, chip: str) -> str:
+        return self.dtype_on.get(chip, self.dtype)
 
 
 @dataclass(frozen=True)
@@ -100,9 +107,16 @@ def _call(path, index: int, entry) -> Call:
     tiling = entry.get("tiling") or {}
     if not isinstance(tiling, dict):
         raise NpusimError(f"{where}: tiling must be a table of field = value")
+    dtype_on = entry.get("dtype_on") or {}
+    if not isinstance(dtype_on, dict):
+        raise NpusimError(f"{where}: dtype_on must be a table of chip = dtype")
+    try:
+        dtype_on = {str(k): parse_dtype(str(v), case) for k, v in dtype_on.items()}
+    except NpusimError as exc:
+        raise NpusimError(f"{where} ({case.name}): dtype_on: {exc}") from None
     return Call(index=index, op=case.name, shape=shape, dtype=dtype, params=params,
                 tiling=dict(tiling), count=count, note=str(entry.get("note", "")),
-                modelled=case.available())
+                modelled=case.available(), dtype_on=dtype_on)
 
 
 def _case(where: str, op, cases: dict):
