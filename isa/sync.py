@@ -7,13 +7,26 @@ blocks it until a matching set has executed. Flags count: each set allows one wa
 blocks it until every pipe of the core is idle. Cross-core flags (Atlas A2) go from an AIC to its
 AIVs or back (CrossCoreSetFlag mode 2); ``SyncAll`` is a barrier of every core of the launch.
 
+A chip without inter-core synchronisation (``has_inter_core_sync = false``: the Atlas inference
+series, "该硬件架构不支持核间同步") refuses the cross-core flags and SyncAll at issue, naming the
+chip and the instruction.
+
 Not modelled: the limit of 15 pending cross-core sets, event-id reservation by the toolchain.
 """
 
 from dataclasses import dataclass
 from typing import ClassVar
 
+from npusim.errors import NpusimError
 from npusim.isa.base import Instr, Pipe
+
+
+def check_inter_core_sync(chip, what: str) -> None:
+    """NpusimError unless ``chip`` can synchronise its cores (``has_inter_core_sync``)."""
+    if not chip.has_inter_core_sync:
+        raise NpusimError(f"{what}: chip {chip.name!r} has no inter-core synchronisation "
+                          "(has_inter_core_sync = false): no SyncAll and no cross-core flags; "
+                          "split the work into separate launches instead")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -91,6 +104,9 @@ class CrossCoreSetFlag(Instr):
     flag_id: int
     mode: int = 2
 
+    def validate(self, chip) -> None:
+        check_inter_core_sync(chip, self.name)
+
     def body(self, chip) -> float:
         return chip.cross_core_flag_cycles
 
@@ -104,6 +120,9 @@ class CrossCoreWaitFlag(Instr):
     kind: ClassVar[str] = "xwait"
     pipe: str
     flag_id: int
+
+    def validate(self, chip) -> None:
+        check_inter_core_sync(chip, self.name)
 
     def body(self, chip) -> float:
         return chip.flag_cycles
@@ -119,6 +138,9 @@ class SyncAll(Instr):
     name: ClassVar[str] = "sync_all"
     kind: ClassVar[str] = "syncall"
     pipe: ClassVar[str] = Pipe.S
+
+    def validate(self, chip) -> None:
+        check_inter_core_sync(chip, self.name)
 
     def body(self, chip) -> float:
         return chip.sync_all_cycles

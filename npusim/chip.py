@@ -5,6 +5,11 @@ A chip file has fixed sections (``chip``, ``memory``, ``buffers``, ``alignment``
 for every number, where it comes from (a key of ``shared/reference/hardware.md``) or says
 "assumed". A source given for a section or table covers every key inside it.
 
+Two keys are optional, with the defaults of the chips that came first: ``memory.memory_kind``
+(the GM technology, "HBM" unless a model says e.g. "LPDDR4X"; reports name it beside the
+bandwidth) and ``features.has_inter_core_sync`` (true: SyncAll, and cross-core flags where the
+chip has flag ids; false on the Atlas inference series, whose cores cannot synchronise).
+
 Loading checks: unknown keys, missing keys, wrong types, non-positive sizes, unsourced numbers
 and inconsistent values are a ``ChipModelError`` naming the file and the key. The loaded ``Chip``
 is flat: every key is an attribute (``chip.ub_bytes``), keys being unique across sections.
@@ -26,7 +31,7 @@ SCHEMA: dict[str, dict[str, type]] = {
              "ai_core_count": int, "aiv_per_ai_core": int},
     "memory": {"hbm_bytes": int, "hbm_bytes_per_s": float, "l2_bytes": int,
                "l2_bytes_per_s": float, "l2_line_bytes": int, "gm_burst_bytes": int,
-               "gm_latency_cycles": int},
+               "gm_latency_cycles": int, "memory_kind": str},
     "buffers": {"l1_bytes": int, "l0a_bytes": int, "l0b_bytes": int, "l0c_bytes": int,
                 "ub_bytes": int, "bias_table_bytes": int, "fixpipe_buffer_bytes": int},
     "alignment": {"ub_align_bytes": int, "l1_align_bytes": int, "l0ab_align_bytes": int,
@@ -49,8 +54,12 @@ SCHEMA: dict[str, dict[str, type]] = {
     "scalar": {"issue_cycles": int, "op_cycles": int, "queue_depth": int},
     "sync": {"flag_cycles": int, "event_ids": int, "cross_core_flag_cycles": int,
              "sync_all_cycles": int, "cross_core_flag_ids": int},
-    "features": {"has_fixpipe": bool, "has_l0c_to_ub": bool, "has_gm_nd2nz": bool},
+    "features": {"has_fixpipe": bool, "has_l0c_to_ub": bool, "has_gm_nd2nz": bool,
+                 "has_inter_core_sync": bool},
 }
+# Keys a model may leave out: the value of the chips that predate the key.
+OPTIONAL = {"memory_kind": "HBM", "has_inter_core_sync": True}
+MEMORY_KINDS = ("HBM", "LPDDR4X")
 NON_NEGATIVE = {"aiv_per_ai_core", "gm_latency_cycles", "head_cycles", "b32_cycles_per_fractal",
                 "l0c_to_gm_bytes_per_cycle", "fixpipe_startup_cycles",
                 "bias_table_bytes", "fixpipe_buffer_bytes", "ub_to_l1_bytes_per_cycle",
@@ -63,7 +72,7 @@ NON_NEGATIVE = {"aiv_per_ai_core", "gm_latency_cycles", "head_cycles", "b32_cycl
 # 32-byte blocks per queue plus the fp32 work tiles of the widest vector kernel).
 MIN_BUFFER_BYTES = {"ub_bytes": 16 * 1024, "l1_bytes": 64 * 1024, "l0a_bytes": 16 * 1024,
                     "l0b_bytes": 16 * 1024, "l0c_bytes": 32 * 1024}
-PRODUCTS = ("atlas-training", "atlas-a2")
+PRODUCTS = ("atlas-training", "atlas-a2", "atlas-inference")
 TOPOLOGIES = ("coupled", "separated")
 COST_CLASSES = ("f16", "f32", "int")
 KNOWN_DTYPES = ("float16", "float32", "bfloat16", "hfloat32", "int8", "uint8", "int16",
@@ -92,7 +101,7 @@ class Chip:
         cores = (f"{self.ai_core_count} AIC + {self.aiv_count} AIV" if self.separated
                  else f"{self.ai_core_count} coupled cores")
         return (f"Chip({self.name!r}: {self.soc}, {cores} at {self.clock_hz / 1e9:.2f} GHz, "
-                f"UB {self.ub_bytes >> 10} KiB, L1 {self.l1_bytes >> 10} KiB, HBM "
+                f"UB {self.ub_bytes >> 10} KiB, L1 {self.l1_bytes >> 10} KiB, {self.memory_kind} "
                 f"{self.hbm_bytes / 2**30:.0f} GiB at {self.hbm_bytes_per_s / 1e12:.2f} TB/s)")
 
     @property
@@ -208,9 +217,10 @@ def _flatten(path: str, raw: dict) -> dict:
                 raise ChipModelError(f"{path}: unknown key {section}.{key}; "
                                      f"allowed: {', '.join(keys)}")
         for key, typ in keys.items():
-            if key not in table:
+            if key not in table and key not in OPTIONAL:
                 raise ChipModelError(f"{path}: missing key {section}.{key}")
-            values[key] = _typed(path, f"{section}.{key}", table[key], typ)
+            values[key] = _typed(path, f"{section}.{key}", table.get(key, OPTIONAL.get(key)),
+                                 typ)
     return values
 
 
@@ -262,6 +272,8 @@ def _check_consistency(path: str, v: dict) -> None:
 
     if v["product"] not in PRODUCTS:
         bad("product", f"allowed: {', '.join(PRODUCTS)}")
+    if v["memory_kind"] not in MEMORY_KINDS:
+        bad("memory_kind", f"allowed: {', '.join(MEMORY_KINDS)}")
     if v["topology"] not in TOPOLOGIES:
         bad("topology", f"allowed: {', '.join(TOPOLOGIES)}")
     coupled = v["topology"] == "coupled"

@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                     description="Cycle-approximate simulator of Ascend NPU AI cores.")
     sub = parser.add_subparsers(title="commands", parser_class=Parser)
     p = sub.add_parser("chips", help="list the chip models",
-                       description="The chip models: cores, clock, buffers, HBM, L2, cube peak.")
+                       description="The chip models: cores, clock, buffers, GM, L2, cube peak.")
     p.set_defaults(func=_chips)
     _op_command(sub, "run", "run one operator on one chip, check it, summarise it")
     _op_command(sub, "compare", "run one operator on several chips side by side")

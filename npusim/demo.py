@@ -140,7 +140,7 @@ def _stream_row(chip):
     r = run_stream(chip=chip.name, block_dim=cores, per_core_bytes=4 << 20)
     tbs = cores * (4 << 20) / (r.time_us * 1e-6) / 1e12
     yield ("GM stream", f"{cores} cores", r,
-           f"{tbs:.2f} TB/s of {chip.hbm_bytes_per_s / 1e12:.2f} TB/s HBM")
+           f"{tbs:.2f} TB/s of {chip.hbm_bytes_per_s / 1e12:.2f} TB/s {chip.memory_kind}")
 
 
 def _matmul_rows(chip):

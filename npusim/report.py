@@ -4,9 +4,10 @@
 output with the golden bit for bit (after the run: the golden never fills an output).
 ``metrics`` derives what the command prints from the Result:
 
-- bytes: the operator's tensors in and out, each once (what an ideal kernel moves through HBM);
+- bytes: the operator's tensors in and out, each once (what an ideal kernel moves through GM: HBM,
+  or the LPDDR4X DRAM of the Atlas inference series, named by the chip's ``memory_kind``);
 - achieved TB/s and TFLOPS: those bytes and the case's flops over the simulated time;
-- roofline bound: bytes / HBM bandwidth for a vector operator; for a cube operator the larger
+- roofline bound: bytes / GM bandwidth for a vector operator; for a cube operator the larger
   of that and flops / the cube peak of the chip at the operator's dtype. The ratio is bound over
   simulated time (100% would be the bound itself).
 
@@ -208,7 +209,7 @@ def summary_lines(run: CaseRun) -> list:
     lines += [f"  time        {r.cycles:,} cycles = {r.time_us:.2f} us ({kernels})",
               f"  achieved    {m['tbs']:.2f} TB/s ({_size(m['bytes'])} in+out), "
               f"{m['tflops']:.2f} TFLOPS ({m['flops']:.3g} flop)",
-              f"  GM          {_gm_text(r.stats)}",
+              f"  GM          {_gm_text(r.stats, run.chip.memory_kind)}",
               f"  roofline    {m['bound_us']:.2f} us, {m['bound']}-bound "
               f"({_bound_text(run, m)}); reached {m['roofline_ratio']:.0%} of it",
               "  pipes       " + pipes_text(m["pipe_utilisation"]),
@@ -217,15 +218,16 @@ def summary_lines(run: CaseRun) -> list:
     return lines
 
 
-def _gm_text(stats: dict) -> str:
+def _gm_text(stats: dict, memory: str = "HBM") -> str:
     gm = stats.get("gm", {})
     moved = ", ".join(f"{path} {_size(n)}" for path, n in stats.get("bytes_by_path", {}).items())
-    return (f"HBM {_size(gm.get('hbm_bytes', 0))}, L2 hits {_size(gm.get('l2_hit_bytes', 0))}"
+    return (f"{memory} {_size(gm.get('hbm_bytes', 0))}, L2 hits {_size(gm.get('l2_hit_bytes', 0))}"
             f" (moved: {moved or '-'})")
 
 
 def _bound_text(run: CaseRun, m: dict) -> str:
-    memory = f"{_size(m['bytes'])} / {run.chip.hbm_bytes_per_s / 1e12:.2f} TB/s HBM"
+    memory = (f"{_size(m['bytes'])} / {run.chip.hbm_bytes_per_s / 1e12:.2f} TB/s "
+              f"{run.chip.memory_kind}")
     if run.case.unit != "cube":
         return memory
     return f"{memory}; {m['flops']:.3g} flop / {m['peak_tflops']:.0f} TFLOPS {m['cube_dtype']}"
@@ -350,8 +352,8 @@ def compare_markdown(runs: list) -> list:
 
 # --- chips ------------------------------------------------------------------------------------
 
-CHIP_COLUMNS = ("chip", "soc", "cores", "GHz", "UB KB", "L1 KB", "L0A/B KB", "L0C KB", "HBM GB",
-                "HBM TB/s", "L2 MB", "L2 TB/s", "fp16 TFLOPS", "bf16", "fp32", "hf32")
+CHIP_COLUMNS = ("chip", "soc", "cores", "GHz", "UB KB", "L1 KB", "L0A/B KB", "L0C KB", "memory",
+                "mem GB", "mem TB/s", "L2 MB", "L2 TB/s", "fp16 TFLOPS", "bf16", "fp32", "hf32")
 
 
 def chip_rows() -> list:
@@ -366,14 +368,15 @@ def chip_rows() -> list:
                  for dt in ("float16", "bfloat16", "float32", "hfloat32")]
         rows.append([name, c.soc, cores, f"{c.clock_hz / 1e9:.2f}", str(c.ub_bytes >> 10),
                      str(c.l1_bytes >> 10), f"{c.l0a_bytes >> 10}/{c.l0b_bytes >> 10}",
-                     str(c.l0c_bytes >> 10), str(c.hbm_bytes >> 30),
+                     str(c.l0c_bytes >> 10), c.memory_kind, str(c.hbm_bytes >> 30),
                      f"{c.hbm_bytes_per_s / 1e12:.2f}", str(c.l2_bytes >> 20),
                      f"{c.l2_bytes_per_s / 1e12:.1f}", *peaks])
     return rows
 
 
 CHIP_NOTE = ("cores: AI cores, + vector cores (AIV) on separated chips; buffers per core (UB per "
-             "vector core); TFLOPS: cube peak by input dtype, - where the cube does not take it")
+             "vector core); memory: the GM technology (HBM, or LPDDR4X DRAM); TFLOPS: cube peak "
+             "by input dtype, - where the cube does not take it")
 
 
 def chip_table() -> list:

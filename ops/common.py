@@ -19,7 +19,8 @@ from npusim.errors import (
 )
 
 PRODUCT_NAMES = {"atlas-training": "Atlas training series (Ascend 910)",
-                 "atlas-a2": "Atlas A2 (Ascend 910B)"}
+                 "atlas-a2": "Atlas A2 (Ascend 910B)",
+                 "atlas-inference": "Atlas inference series (Ascend 310P)"}
 
 
 def resolve_chip(chip):

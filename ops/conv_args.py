@@ -1,7 +1,8 @@
 """aclnnConvolutionBackward's argument rules, per product, from its seed document.
 
 A missing tensor or array (a null pointer) is ParamError 161001; every other violation is
-161002: dtypes (bf16 on Atlas A2 only), ranks (3D on Atlas A2 only), the array lengths and
+161002: dtypes (bf16 on Atlas A2 only), ranks (3D on Atlas A2 only; the Atlas training and
+inference series take 1D and 2D), the array lengths and
 signs of stride / padding / dilation / outputPadding, groups, biasSizes, the shape relations
 between gradOutput, input and weight, empty tensors other than N or C of input being 0, the
 Atlas A2 ranges of the non-transposed case, and cubeMathType per product.
@@ -18,7 +19,8 @@ from npusim.ops.conv_geometry import Axis, conv_out, transposed_out
 
 OP = "aclnnConvolutionBackward"
 DTYPES = {"atlas-training": ("float16", "float32"),
-          "atlas-a2": ("bfloat16", "float16", "float32")}
+          "atlas-a2": ("bfloat16", "float16", "float32"),
+          "atlas-inference": ("float16", "float32")}   # the seed: as Atlas training
 MAX_DIM = 2147483646
 A2_KERNEL_MAX, A2_PAD_MAX, A2_DILATION_MAX, A2_STRIDE3D_MAX, A2_GROUPS_MAX = 255, 255, 255, 63, \
     65535

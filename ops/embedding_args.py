@@ -18,7 +18,7 @@ import numpy as np
 
 from npusim.dtypes import name_of
 from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError
-from npusim.ops.common import as_array, check_dtype, product_name, require
+from npusim.ops.common import PRODUCT_NAMES, as_array, check_dtype, product_name, require
 
 OP = "aclnnEmbeddingDenseBackward"
 GRAD_DTYPES = {"atlas-training": ("float16", "float32"),
@@ -70,6 +70,10 @@ def check_embedding_dense_backward(chip, grad, indices, num_weights, padding_idx
     if has_output:
         tensors["out"] = out
     require(OP, **tensors)
+    if chip.product not in GRAD_DTYPES:   # the seed lists no other product (Atlas inference)
+        supported = ", ".join(f"{p} ({PRODUCT_NAMES.get(p, p)})" for p in GRAD_DTYPES)
+        raise invalid(f"not supported on {chip.name} ({product_name(chip)}); supported "
+                      f"products: {supported}")
     g, idx = as_array(OP, "grad", grad), as_array(OP, "indices", indices)
     check_dtype(OP, "grad", g, GRAD_DTYPES, chip)
     check_dtype(OP, "indices", idx, INDEX_DTYPES, chip)

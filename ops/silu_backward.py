@@ -24,13 +24,15 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.dtypes import name_of
-from npusim.errors import TilingError
+from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError, TilingError
 from npusim.ops.common import (
+    PRODUCT_NAMES,
     as_array,
     ceil_div,
     check_dtype,
     check_same,
     override,
+    product_name,
     require,
     resolve_chip,
 )
@@ -215,6 +217,10 @@ def check_silu_backward(chip, grad_output, self_, grad_input=None, *, has_output
     if has_output:
         tensors["gradInput"] = grad_input
     require(OP, **tensors)
+    if chip.product not in DTYPES:   # the seed lists no other product (Atlas inference: none)
+        supported = ", ".join(f"{p} ({PRODUCT_NAMES.get(p, p)})" for p in DTYPES)
+        raise ParamError(f"{OP}: not supported on {chip.name} ({product_name(chip)}); supported "
+                         f"products: {supported}", code=ACLNN_ERR_PARAM_INVALID)
     arrays = {name: as_array(OP, name, value) for name, value in tensors.items()}
     for name, arr in arrays.items():
         check_dtype(OP, name, arr, DTYPES, chip)

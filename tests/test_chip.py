@@ -21,7 +21,7 @@ def write(tmp_path, text, name="chip.toml") -> Path:
 
 def test_chips_lists_every_model():
     assert npusim.chips() == ["atlas-a2", "atlas-a2-910b1", "atlas-a2-910b3", "atlas-a2-910b4",
-                              "atlas-training"]
+                              "atlas-inference", "atlas-inference-310p1", "atlas-training"]
 
 
 def test_shipped_models_match_the_issue(any_chip):
@@ -33,6 +33,9 @@ def test_shipped_models_match_the_issue(any_chip):
         assert c.has_l0c_to_ub and not c.has_fixpipe
         assert "bfloat16" not in c.input_dtypes and "float32" not in c.input_dtypes
         assert c.vector_core_count == 32
+    elif c.product == "atlas-inference":   # tests/test_chip_inference.py checks the rest
+        assert (c.topology, c.clock_hz, c.memory_kind) == ("coupled", 1.06e9, "LPDDR4X")
+        assert c.has_l0c_to_ub and not c.has_fixpipe and not c.has_inter_core_sync
     else:
         assert c.topology == "separated" and c.aiv_per_ai_core == 2
         assert (c.l1_bytes, c.l0c_bytes, c.ub_bytes) == (512 << 10, 128 << 10, 192 << 10)

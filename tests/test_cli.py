@@ -28,7 +28,9 @@ def test_chips_lists_every_model():
     assert out.returncode == 0
     for name in ("atlas-a2", "atlas-training", "atlas-a2-910b4"):
         assert name in out.stdout
-    assert "24+48" in out.stdout and "TFLOPS" in out.stdout and "HBM TB/s" in out.stdout
+    assert "24+48" in out.stdout and "TFLOPS" in out.stdout and "mem TB/s" in out.stdout
+    row = next(line for line in out.stdout.splitlines() if line.startswith("atlas-inference "))
+    assert "Ascend310P3" in row and "LPDDR4X" in row and "0.20" in row
 
 
 def test_run_checks_summarises_and_writes_its_files(tmp_path):

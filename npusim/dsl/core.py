@@ -30,6 +30,7 @@ from npusim.isa.sync import (
     SetFlag,
     SyncAll,
     WaitFlag,
+    check_inter_core_sync,
 )
 from npusim.memory import LocalTensor
 
@@ -99,6 +100,7 @@ def cross_core_wait_flag(flag_id: int, pipe: str = Pipe.S) -> None:
 
 def _check_cross_core(flag_id: int) -> None:
     chip = current().chip
+    check_inter_core_sync(chip, "cross-core flag")
     if not 0 <= flag_id < chip.cross_core_flag_ids:
         raise NpusimError(f"cross-core flag id {flag_id} not available on {chip.name!r}: "
                           f"ids 0..{chip.cross_core_flag_ids - 1}")
