@@ -186,10 +186,16 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     return t
 
 
+def dx_ub_free(chip, t) -> int:
+    """UB left for the stride expansion of dx's map (chips without FixPipe): the L0C->UB
+    queues take base_m x base_n fp32 and, for a 16-bit output, as many 16-bit elements."""
+    return chip.ub_bytes - t.base_m * t.base_n * (4 + 2)
+
+
 def _dx_fits(chip, p, t, c0, item) -> bool:
     a1, b1 = dx_l1_bytes(p, t, c0, item)
     return (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
-            and (chip.has_fixpipe or a1 <= chip.ub_bytes // 2))
+            and (chip.has_fixpipe or a1 <= dx_ub_free(chip, t)))
 
 
 def _dw_fits(chip, p, t, c0, item) -> bool:
@@ -311,7 +317,7 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
              f"{kh} needs dx_step_k1 = 1 (K runs channel block by channel block)")
     a1, b1 = dx_l1_bytes(p, t, c0, item)
     ok = (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
-          and (chip.has_fixpipe or a1 <= chip.ub_bytes // 2))
+          and (chip.has_fixpipe or a1 <= dx_ub_free(chip, t)))
     if not ok and not fixed & set(DX_FIELDS):
         raise TilingError(
             f"{OP}: gradInput of this shape cannot run on {chip.name}: gradInput "
@@ -320,15 +326,15 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
             f"map positions its outputs reach (with the padding beyond {LOAD3D_MAX_PAD} as "
             f"zeros) needs "
             f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1"
-            + ("" if chip.has_fixpipe else f" and {a1} of UB (at most {chip.ub_bytes // 2})")
+            + ("" if chip.has_fixpipe else f" and {a1} of UB (at most {dx_ub_free(chip, t)})")
             + ("" if p.out_dhw[1] == 1 else " (rows are cut into column chunks only when "
                "gradInput has one row)")
             + f"; {chip.name} has {chip.l1_bytes}")
     _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dx L1 chunk needs "
              f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
              f"(set: {', '.join(sorted(fixed & set(DX_FIELDS)))})")
-    _require(chip.has_fixpipe or a1 <= chip.ub_bytes // 2, f"dx stride expansion in UB needs "
-             f"{a1} bytes; at most {chip.ub_bytes // 2}")
+    _require(chip.has_fixpipe or a1 <= dx_ub_free(chip, t), f"dx stride expansion in UB needs "
+             f"{a1} bytes; at most {dx_ub_free(chip, t)} beside the L0C->UB queues")
     _require(1 <= t.dx_block_dim <= chip.ai_core_count, f"dx_block_dim = {t.dx_block_dim}: "
              f"1 to {chip.ai_core_count}")
 

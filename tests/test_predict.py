@@ -172,3 +172,33 @@ def test_not_a_workload_is_one_line(tmp_path, capsys):
     assert "not a valid TOML" in capsys.readouterr().err
     assert main(["predict", "no-such-workload", "--out", str(tmp_path / "o")]) == 2
     assert "resnet50-backward" in capsys.readouterr().err
+
+
+def _shrunk(workload):
+    """The workload with each call's leading dimension cut to a small size (and the embedding's
+    table to 1024 rows): every call, op and parameter of the shipped file, at a test's cost."""
+    import dataclasses
+
+    calls = []
+    for c in workload.calls:
+        params = dict(c.params)
+        if "num_weights" in params:
+            params["num_weights"] = "1024"
+        lead = 1 if c.op == "convolution_backward" else 16
+        calls.append(dataclasses.replace(c, shape=(lead, *c.shape[1:]), params=params))
+    return dataclasses.replace(workload, calls=tuple(calls))
+
+
+@pytest.mark.parametrize("name", ["resnet50-backward", "moe-llm-layer-backward"])
+def test_both_shipped_workloads_run_on_both_chips(name):
+    result = predict(_shrunk(load_workload(name)), jobs=2)
+    for r in result["rows"]:
+        a2_only = r["op"] in ("cross_entropy_loss_grad", "moe_token_permute_grad")
+        if r["chip"] == "atlas-training" and a2_only:
+            assert r["status"] == "not supported" and "Atlas A2" in r["why"], r
+        else:
+            assert r["status"] == "ok" and r["time_us"] > 0, r
+    for chip in result["chips"]:
+        ok = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
+        assert result["totals"][chip]["total_us"] == pytest.approx(
+            sum(r["time_us"] * r["count"] for r in ok))

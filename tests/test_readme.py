@@ -29,4 +29,8 @@ def test_readme_python_examples_run(tmp_path, monkeypatch):
     assert "[('Conv2DBackpropInput', 14, 3524), ('TransData(gradInput)', 4, 5531)]" in printed
     assert "0 [0.92767054 1.0907843  1.0881041  1.0526646  1.0265474  1.0123262 ] 439" in printed
     assert "161002 aclnnSiluBackward: gradOutput dtype int32" in printed
+    assert "[[-0.00909424  0.04101562  0.04101562]" in printed and "32 2 1548" in printed
+    assert ("small_dim 1278 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']"
+            in printed)
+    assert "[[6 8]\n [3 4]]" in printed and "2 4 4" in printed
     assert printed.count("True") >= 1 and (tmp_path / "silu.json").stat().st_size > 0
