@@ -54,7 +54,7 @@ class CaseRun:
 
 def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None,
              mode: str = "timed", seed: int = 0, trace: bool = True,
-             numerics: bool = True) -> CaseRun:
+             numerics: bool = True, sanitize: bool = True) -> CaseRun:
     """Make seeded inputs, run ``case`` on ``chip`` and check it against the golden (not
     with ``numerics=False``: a timing-only run computes no outputs)."""
     chip = load_chip(chip)
@@ -63,7 +63,7 @@ def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None
     run = CaseRun(case=case, chip=chip, dtype=dtype, shape=shape, params=params, seed=seed,
                   args=args, kwargs=kwargs)
     run.result = case.function()(*args, **kwargs, chip=chip, tiling=tiling or None, mode=mode,
-                                 trace=trace, numerics=numerics)
+                                 trace=trace, numerics=numerics, sanitize=sanitize)
     run.checks = check_outputs(case, args, kwargs, run.result) if numerics else []
     return run
 

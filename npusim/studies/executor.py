@@ -3,7 +3,8 @@
 A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the ``--param``
 texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
 only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``.
-``run_point`` turns it into a plain record; any executor gives the same records:
+``run_point`` turns it into a plain record (a timing-only point runs without the sanitizer,
+which does not change cycles); any executor gives the same records:
 
 - in-process (``jobs=1``);
 - a local process pool (``jobs=N``);
@@ -17,6 +18,7 @@ its status and message, never an exception out of the executor.
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from npusim.errors import NpusimError, TilingError
 
@@ -51,13 +53,13 @@ def _run(point: dict, record: dict):
     numerics = bool(point.get("numerics") or point.get("check"))
     run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
     options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0), trace=False)
-    try:
-        return run_case(*run_args, numerics=numerics, **options)
+    try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
+        return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
     except NpusimError as exc:
         if numerics or NEEDS_NUMERICS not in str(exc):
             raise
         record["numerics"] = True       # the kernel's control flow reads the data
-        return run_case(*run_args, numerics=True, **options)
+        return run_case(*run_args, numerics=True, sanitize=False, **options)
 
 
 def _fill(record: dict, run, point: dict) -> None:
@@ -97,8 +99,19 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
         with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
             futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
             for fut in as_completed(futures):
-                done(futures[fut], fut.result())
+                i = futures[fut]
+                try:
+                    record = fut.result()
+                except BrokenProcessPool:
+                    raise NpusimError(f"a worker process died while running {describe(points[i])}"
+                                      " (out of host memory? try fewer --jobs)") from None
+                done(i, record)
     return records
+
+
+def describe(point: dict) -> str:
+    return (f"{point['op']} {'x'.join(map(str, point['shape']))} {point['dtype']} on "
+            f"{point['chip']}")
 
 
 def default_jobs() -> int:
