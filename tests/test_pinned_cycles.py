@@ -1,0 +1,220 @@
+"""Regression pins of the simulator's own results: cycles and output hashes (issue 13).
+
+These are NOT goldens (the goldens are numpy references in ``npusim/golden/``, compared in the
+operators' own tests). They are the exact cycle counts (of the operator and of every kernel it
+launches) and the sha256 of the bytes of every output, as the engine produced them when the pins
+were taken, so a change meant to make the simulator faster and leave the model alone is shown to
+do so: any moved cycle or changed output bit fails here. A change that is meant to move cycles
+(a modelling fix) re-pins them and says why in its commit.
+
+Pinned: silu in several sizes and dtypes, convolution backward (3x3, a 1x1 and an atomic dw
+split), cross_entropy_loss_grad, embedding_dense_backward (uniform and zipf indices),
+moe_token_permute_grad, and the micro-kernels of ``npusim/micro/``, on both chips where the
+operator runs there. Regenerate with ``python tests/test_pinned_cycles.py`` (prints PINS).
+"""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from npusim.cases import CASES
+from npusim.micro.matmul import run_matmul
+from npusim.micro.stream import run_stream
+from npusim.micro.vector import run_vector
+
+A2, TR = "atlas-a2", "atlas-training"
+
+
+def _op(op, shape, dtype="float16", params=None, **options):
+    def run():
+        case = CASES[op]
+        args, kwargs = case.make(tuple(shape), dtype, case.parse_params(params or {}),
+                                 np.random.default_rng(0))
+        return case.function()(*args, **kwargs, **options)
+    return run
+
+
+def _micro(fn, **kw):
+    def run():
+        r = fn(**kw)
+        for name in ("x", "y", "a", "b"):    # the inputs the runners hand back
+            r.outputs.pop(name, None)
+        return r
+    return run
+
+
+RUNS = {
+    "silu-a2-fp16-4096": _op("silu_backward", (4096,), chip=A2),
+    "silu-a2-fp16-100003": _op("silu_backward", (100003,), chip=A2),
+    "silu-a2-fp32-64x1024": _op("silu_backward", (64, 1024), "float32", chip=A2),
+    "silu-a2-bf16-33333": _op("silu_backward", (33333,), "bfloat16", chip=A2),
+    "silu-a2-fp16-100003-bare": _op("silu_backward", (100003,), chip=A2, sanitize=False,
+                                    trace=False),
+    "silu-a2-fp16-100003-timing": _op("silu_backward", (100003,), chip=A2, numerics=False),
+    "conv-a2-2x32x14x14-1x1-timing": _op("convolution_backward", (2, 32, 14, 14),
+                                         params={"weight": "64x1", "padding": "0"}, chip=A2,
+                                         numerics=False),
+    "silu-tr-fp16-65536": _op("silu_backward", (65536,), chip=TR),
+    "silu-tr-fp32-5000": _op("silu_backward", (5000,), "float32", chip=TR),
+    "conv-a2-1x16x8x8-3x3": _op("convolution_backward", (1, 16, 8, 8),
+                                params={"weight": "16x3"}, chip=A2),
+    "conv-tr-1x16x8x8-3x3": _op("convolution_backward", (1, 16, 8, 8),
+                                params={"weight": "16x3"}, chip=TR),
+    "conv-a2-2x32x14x14-1x1": _op("convolution_backward", (2, 32, 14, 14),
+                                  params={"weight": "64x1", "padding": "0"}, chip=A2),
+    "conv-tr-2x32x14x14-s2": _op("convolution_backward", (2, 32, 14, 14),
+                                 params={"weight": "32x3", "stride": "2"}, chip=TR),
+    "conv-a2-atomic-dw": _op("convolution_backward", (2, 32, 16, 16),
+                             params={"weight": "32x3", "output_mask": "0,1,0"},
+                             tiling={"dw_k_parts": 2}, chip=A2),
+    "conv-tr-atomic-dw": _op("convolution_backward", (2, 32, 16, 16),
+                             params={"weight": "32x3", "output_mask": "0,1,0"},
+                             tiling={"dw_k_parts": 2}, chip=TR),
+    "ce-a2-64x1000": _op("cross_entropy_loss_grad", (64, 1000), "float32", chip=A2),
+    "ce-a2-48x2000-none": _op("cross_entropy_loss_grad", (48, 2000),
+                              params={"reduction": "none"}, chip=A2),
+    "emb-a2-uniform": _op("embedding_dense_backward", (256, 64), "float32",
+                          params={"num_weights": "500"}, chip=A2),
+    "emb-a2-zipf": _op("embedding_dense_backward", (256, 64), "float32",
+                       params={"num_weights": "500", "indices": "zipf"}, chip=A2),
+    "emb-tr-uniform": _op("embedding_dense_backward", (256, 64), "float32",
+                          params={"num_weights": "500"}, chip=TR),
+    "emb-tr-zipf": _op("embedding_dense_backward", (256, 64), "float32",
+                       params={"num_weights": "500", "indices": "zipf"}, chip=TR),
+    "moe-a2-64x512": _op("moe_token_permute_grad", (64, 512), "float32", chip=A2),
+    "micro-vector-add-a2": _micro(run_vector, op="add", block_dim=4, tiles=4, chip=A2),
+    "micro-vector-expmul-a2": _micro(run_vector, op="exp_mul", block_dim=4, tiles=4, chip=A2),
+    "micro-vector-expmul-tr": _micro(run_vector, op="exp_mul", block_dim=4, tiles=4, chip=TR),
+    "micro-matmul-a2": _micro(run_matmul, m=64, n=64, k=256, chip=A2),
+    "micro-matmul-tr": _micro(run_matmul, m=64, n=64, k=256, chip=TR),
+    "micro-stream-a2": _micro(run_stream, block_dim=8, per_core_bytes=1 << 20, chip=A2),
+    "micro-stream-tr": _micro(run_stream, block_dim=8, per_core_bytes=1 << 20, chip=TR),
+}
+
+
+def fingerprint(result) -> tuple:
+    """(cycles, cycles of every kernel, {output: dtype, shape, sha256 of its bytes}) of a Result."""
+    kernels = tuple(k["cycles"] for k in result.stats.get("kernels", ()))
+    hashes = {}
+    for name, out in sorted(result.outputs.items()):
+        if out is not None:
+            arr = np.ascontiguousarray(out)
+            digest = hashlib.sha256(arr.tobytes()).hexdigest()[:24]
+            hashes[name] = f"{arr.dtype}{arr.shape}:{digest}"
+    return result.cycles, kernels, hashes
+
+
+PINS = {
+    'silu-a2-fp16-4096': (846, (846,), {
+        'gradInput': 'float16(4096,):fc6b6e9172432c2e0df5fe85',
+    }),
+    'silu-a2-fp16-100003': (1460, (1460,), {
+        'gradInput': 'float16(100003,):126fc76d8d8f5a66602a188d',
+    }),
+    'silu-a2-fp32-64x1024': (1263, (1263,), {
+        'gradInput': 'float32(64, 1024):8824b68c26e78ac759233713',
+    }),
+    'silu-a2-bf16-33333': (888, (888,), {
+        'gradInput': 'bfloat16(33333,):1f7766b883ab67e6915833c2',
+    }),
+    'silu-a2-fp16-100003-bare': (1460, (1460,), {
+        'gradInput': 'float16(100003,):126fc76d8d8f5a66602a188d',
+    }),
+    'silu-a2-fp16-100003-timing': (1460, (1460,), {
+        'gradInput': 'float16(100003,):7bc257f75a41c35a0c10f9b6',
+    }),
+    'conv-a2-2x32x14x14-1x1-timing': (12201, (1590, 769, 1224, 2643, 1590, 1851, 1382, 1152), {
+        'gradBias': 'float16(64,):38723a2e5e8a17aa7950dc00',
+        'gradInput': 'float16(2, 32, 14, 14):d82ad1081dfe2e318b6d8886',
+        'gradWeight': 'float16(64, 32, 1, 1):ad7facb2586fc6e966c004d7',
+    }),
+    'silu-tr-fp16-65536': (1415, (1415,), {
+        'gradInput': 'float16(65536,):dbfa00cba9f39e14769c999d',
+    }),
+    'silu-tr-fp32-5000': (1018, (1018,), {
+        'gradInput': 'float32(5000,):3033d64638d9e01c60ba679b',
+    }),
+    'conv-a2-1x16x8x8-3x3': (8017, (927, 1322, 999, 927, 927, 1015, 1450, 450), {
+        'gradBias': 'float16(16,):e49f5df93d4b748aa75b31d4',
+        'gradInput': 'float16(1, 16, 8, 8):a0064bd65821a740ea32a890',
+        'gradWeight': 'float16(16, 16, 3, 3):e4c4c34997eb3af26a5a3c8a',
+    }),
+    'conv-tr-1x16x8x8-3x3': (9345, (1008, 1504, 1222, 1008, 1008, 1448, 1694, 453), {
+        'gradBias': 'float16(16,):e49f5df93d4b748aa75b31d4',
+        'gradInput': 'float16(1, 16, 8, 8):a0064bd65821a740ea32a890',
+        'gradWeight': 'float16(16, 16, 3, 3):e4c4c34997eb3af26a5a3c8a',
+    }),
+    'conv-a2-2x32x14x14-1x1': (12201, (1590, 769, 1224, 2643, 1590, 1851, 1382, 1152), {
+        'gradBias': 'float16(64,):0064f5036849ffd4ba76ebc5',
+        'gradInput': 'float16(2, 32, 14, 14):fa13d32d2651917649b23280',
+        'gradWeight': 'float16(64, 32, 1, 1):78b0abd86630452595e37d54',
+    }),
+    'conv-tr-2x32x14x14-s2': (20169, (991, 2397, 3119, 3152, 1839, 3168, 4839, 664), {
+        'gradBias': 'float16(32,):2846712697d81f4b37fd1f29',
+        'gradInput': 'float16(2, 32, 14, 14):1fb30285d8e6bcf26783202e',
+        'gradWeight': 'float16(32, 32, 3, 3):7000a4ab8f40693c95d00573',
+    }),
+    'conv-a2-atomic-dw': (11032, (1874, 1874, 3355, 3929), {
+        'gradWeight': 'float16(32, 32, 3, 3):624409f7add1dc1834a1aed1',
+    }),
+    'conv-tr-atomic-dw': (13569, (2199, 2199, 4332, 4839), {
+        'gradWeight': 'float16(32, 32, 3, 3):624409f7add1dc1834a1aed1',
+    }),
+    'ce-a2-64x1000': (2345, (2345,), {
+        'xGradOut': 'float32(64, 1000):fe61dc871bada6175c3b9c97',
+    }),
+    'ce-a2-48x2000-none': (1165, (1165,), {
+        'xGradOut': 'float16(48, 2000):0364a0c6da9db756ad3972bc',
+    }),
+    'emb-a2-uniform': (2408, (242, 421, 1745), {
+        'out': 'float32(500, 64):416df3d8a1bde64175063871',
+    }),
+    'emb-a2-zipf': (2472, (242, 421, 1809), {
+        'out': 'float32(500, 64):f43034f5c60832d8defc0237',
+    }),
+    'emb-tr-uniform': (3417, (325, 3092), {
+        'out': 'float32(500, 64):ddf3e2188f594910d9d48439',
+    }),
+    'emb-tr-zipf': (3429, (325, 3104), {
+        'out': 'float32(500, 64):9bcb610c53bf7470d8db6d2a',
+    }),
+    'moe-a2-64x512': (4450, (4450,), {
+        'out': 'float32(64, 512):0e7e3bd45ad9ee947a1c92b9',
+    }),
+    'micro-vector-add-a2': (1655, (), {
+        'z': 'float16(32768,):b6d269127554855626b25366',
+    }),
+    'micro-vector-expmul-a2': (1726, (), {
+        'z': 'float16(32768,):105d641957e1231b63068a4a',
+    }),
+    'micro-vector-expmul-tr': (2051, (), {
+        'z': 'float16(32768,):105d641957e1231b63068a4a',
+    }),
+    'micro-matmul-a2': (2105, (), {
+        'c': 'float32(64, 64):69be16a7454867f3411e0b30',
+    }),
+    'micro-matmul-tr': (8302, (), {
+        'c': 'float32(64, 64):69be16a7454867f3411e0b30',
+    }),
+    'micro-stream-a2': (21128, (), {
+    }),
+    'micro-stream-tr': (29449, (), {
+    }),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_cycles_and_outputs_are_pinned(name):
+    assert fingerprint(RUNS[name]()) == PINS[name]
+
+
+if __name__ == "__main__":
+    print("PINS = {")
+    for key in RUNS:
+        cycles, kernels, hashes = fingerprint(RUNS[key]())
+        print(f"    {key!r}: ({cycles}, {kernels!r}, {{")
+        for name, digest in hashes.items():
+            print(f"        {name!r}: {digest!r},")
+        print("    }),")
+    print("}")
