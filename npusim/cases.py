@@ -321,6 +321,7 @@ CONVOLUTION = OpCase(
     examples=("--shape 2x3x224x224 --param weight=64x7 --param padding=3 --param stride=2",
               "--shape 8x256x56 --param weight=256x5 --param padding=2   (1-D)",
               "--shape 1x16x8x16x16 --param weight=32x3 --chip atlas-a2   (3-D)",
+              "--chip atlas-inference --dtype float32   (Ascend 310P3: computed in fp16)",
               "--shape 4x64x28x28 --tiling base_n=64 --tiling dw_k_parts=2"),
     tiling_help="base_m, base_n, base_k (the cube base block: GEMM rows, columns, K per L0 "
                 "tile), dx_base_n (dx input channels per block, at most base_n), dx_step_k1 "
@@ -334,7 +335,8 @@ CONVOLUTION = OpCase(
                 "order instead), bias_block_dim, bias_tile (the gradBias ReduceSum). Fields not "
                 "given are derived to fit.",
     notes="Cube work: the roofline is the larger of the flops over the cube peak and the bytes "
-          "over the HBM bandwidth.")
+          "over the GM bandwidth (HBM; LPDDR4X DRAM on the Atlas inference series, where FLOAT "
+          "runs in fp16 with cubeMathType 1 or 2).")
 
 # --- MoeTokenPermuteGrad -----------------------------------------------------------------
 

@@ -285,7 +285,8 @@ def compare_rows(runs: list) -> list:
         return label, [fn(r, ms[id(r)]) if not r.error and not (timed and not r.result.cycles)
                        else "-" for r in runs]
 
-    rows = [("product", [f"{r.chip.soc} ({'A2' if r.chip.separated else 'training'})"
+    short = {"atlas-a2": "A2", "atlas-training": "training", "atlas-inference": "inference"}
+    rows = [("product", [f"{r.chip.soc} ({short.get(r.chip.product, r.chip.product)})"
                          for r in runs]),
             ("status", [_status(r) for r in runs]),
             row("cycles", lambda r, m: f"{m['cycles']:,.0f}", True),

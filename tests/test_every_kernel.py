@@ -155,3 +155,9 @@ def test_trace_schema_and_jitter(name, chip_name, tmp_path):
         for out, value in plain.outputs.items():
             if value is not None:
                 assert_bit_equal(jittered.outputs[out], value, f"{name}: {out}")
+
+
+@pytest.mark.parametrize("name", [n for n in KERNELS if n.startswith("convolution_backward")])
+def test_trace_schema_and_jitter_atlas_inference(name, tmp_path):
+    """The Atlas inference series runs the convolution only (the other operators refuse it)."""
+    test_trace_schema_and_jitter(name, "atlas-inference", tmp_path)

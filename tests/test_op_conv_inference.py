@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_cli import assert_one_line_error
+from test_cli import npusim as run_cli
 from test_op_convolution_backward import CASES, check, make_case, no_split, params, torch_grads
 
 import npusim
@@ -182,3 +184,45 @@ def test_timing_respects_dram_roofline_and_cube_peak():
     training = layer("atlas-training", n, c, hw)
     assert training.time_us < r.time_us     # 32 cores and HBM against 8 cores and LPDDR4X
     assert layer("atlas-inference-310p1", n, c, hw).time_us <= r.time_us * 1.02
+
+
+# --- the command -------------------------------------------------------------------------------
+
+CONV = ["convolution_backward", "--shape", "1x4x6x6"]
+COMMAND_BAD = {
+    "3-D": ([*CONV, "--shape", "1x4x4x6x6", "--param", "weight=4x3"],
+            "3D convolution backward is not supported on atlas-inference"),
+    "bf16": ([*CONV, "--dtype", "bf16"],
+             "gradOutput dtype bfloat16 is not supported on atlas-inference"),
+    "FLOAT, cubeMathType 0": ([*CONV, "--dtype", "float32", "--param", "cube_math_type=0"],
+                              "cubeMathType = 0 with FLOAT inputs"),
+    "FLOAT, cubeMathType 3": ([*CONV, "--dtype", "float32", "--param", "cube_math_type=3"],
+                              "cubeMathType = 3 with FLOAT inputs"),
+    "silu on 310P": (["silu_backward", "--shape", "64x1024"], "not supported on atlas-"),
+    "embedding on 310P": (["embedding_dense_backward", "--shape", "64x128"],
+                          "not supported on atlas-inference"),
+    "cross entropy on 310P": (["cross_entropy_loss_grad", "--shape", "64x1000"],
+                              "supported on: Atlas A2"),
+    "moe on 310P": (["moe_token_permute_grad", "--shape", "64x512"],
+                    "supported products: atlas-a2"),
+}
+
+
+@pytest.mark.parametrize("case", list(COMMAND_BAD))
+def test_command_refusals_are_one_line_and_no_files(case, tmp_path):
+    args, message = COMMAND_BAD[case]
+    out = run_cli("run", *args, "--chip", CHIP, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    line = assert_one_line_error(out)
+    assert message in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_command_compares_the_three_products():
+    out = run_cli("compare", "convolution_backward", "--chips",
+                  "atlas-training,atlas-a2,atlas-inference", "--shape", "1x16x8x8")
+    assert out.returncode == 0, out.stderr
+    header = next(line for line in out.stdout.splitlines() if "atlas-inference" in line)
+    assert "atlas-training" in header and "atlas-a2" in header
+    status = next(line for line in out.stdout.splitlines() if line.startswith("status"))
+    assert status.split()[1:] == ["exact"] * 3
+    assert "Ascend310P3 (inference)" in out.stdout
