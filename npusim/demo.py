@@ -1,7 +1,8 @@
-"""``npusim demo``: every operator npusim has, on atlas-training and atlas-a2, in one report.
+"""``npusim demo``: every operator npusim has, on atlas-training and atlas-a2 (and the convolution
+also on atlas-inference), in one report.
 
 For each operator in ``npusim.cases`` that exists, at its moderate demo size and for every
-dtype it takes: the same seeded inputs on both chips, each output checked bit for bit against
+dtype it takes: the same seeded inputs on every chip, each output checked bit for bit against
 its golden, and the side-by-side table (time, roofline, pipe use, buffers, tiling). A product
 that does not take a dtype says why in its column. Then the engine's own micro-kernels (vector,
 GM stream, cube). The report is ``report.md`` with its PNGs (and one Chrome trace per operator)
@@ -31,6 +32,13 @@ from npusim.report import (
 )
 
 CHIPS = ("atlas-training", "atlas-a2")
+# The Atlas inference series (Ascend 310P3) runs only the convolution (the seeds list it for no
+# other operator), so it joins that section alone.
+EXTRA_CHIPS = {"convolution_backward": ("atlas-inference",)}
+
+
+def chips_of(case) -> tuple:
+    return CHIPS + EXTRA_CHIPS.get(case.name, ())
 
 
 def run_demo(out="npusim-demo", quick: bool = False) -> int:
@@ -60,9 +68,9 @@ def _run_case(case, shape, number: int, total: int) -> dict:
     for i, dtype in enumerate(case.dtypes):
         t0 = time.perf_counter()
         print(f"[{number}/{total}] {case.name} {dtype} {shape_text(shape)} on "
-              f"{', '.join(CHIPS)} ...", end="", file=sys.stderr, flush=True)
+              f"{', '.join(chips_of(case))} ...", end="", file=sys.stderr, flush=True)
         params = case.parse_params({})
-        runs[dtype] = compare_runs(case, CHIPS, shape, dtype, params, trace=i == 0)
+        runs[dtype] = compare_runs(case, chips_of(case), shape, dtype, params, trace=i == 0)
         print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return runs
 
@@ -81,8 +89,8 @@ def _case_section(case, shape, runs: dict, folder) -> list:
                 f"{case.aclnn} {shape_text(shape)}: simulated time per dtype")
     lines = [f"## {case.aclnn}", "", f"{case.summary}. {case.notes}", "",
              f"Shape {shape_text(shape)}: {case.shape_help}. Seeded random inputs (seed 0), "
-             "the same on both chips; every output compared bit for bit with its golden.", "",
-             f"![{name} on both chips]({name}-compare.png)", "",
+             "the same on every chip; every output compared bit for bit with its golden.", "",
+             f"![{name} on each chip]({name}-compare.png)", "",
              f"![{name} per dtype]({name}-dtypes.png)", ""]
     for dtype, by_chip in runs.items():
         lines += [f"### {dtype}", "", *compare_markdown(by_chip), ""]
@@ -106,9 +114,11 @@ def _case_section(case, shape, runs: dict, folder) -> list:
 def _report(sections: list, micro: list, elapsed: float) -> list:
     lines = ["# npusim demo", "",
              "Every operator npusim models, on the Atlas training series (Ascend 910, coupled "
-             "cores) and Atlas A2 (Ascend 910B, separated cube and vector cores). Times are "
+             "cores) and Atlas A2 (Ascend 910B, separated cube and vector cores), and the "
+             "convolution also on the Atlas inference series (Ascend 310P3: 8 coupled cores, "
+             "LPDDR4X, no FixPipe). Times are "
              "simulated (cycles at the chip's clock); the roofline bound is the operator's bytes "
-             "over the HBM bandwidth (and, for cube work, its flops over the cube peak).", "",
+             "over the GM bandwidth (and, for cube work, its flops over the cube peak).", "",
              f"Made by `npusim demo` in {elapsed:.1f} s of wall time.", "",
              "## The chips", "", *chip_markdown(), ""]
     for section in sections:
