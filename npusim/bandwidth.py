@@ -47,7 +47,7 @@ class L2Cache:
         if hits < b - a:
             window[:] = True
             self.count += (b - a) - hits
-            self.order.append((a, b))
+            self.order.append((a, b, False))
             self._evict()
         return (b - a) - hits
 
@@ -64,14 +64,26 @@ class L2Cache:
         if fresh.size:
             self.resident[fresh] = True
             self.count += int(fresh.size)
-            self.order.extend((int(x), int(x) + 1) for x in fresh)
+            # Runs of consecutive fresh lines, each evicted a line at a time (see _evict).
+            cut = np.flatnonzero(np.diff(fresh) != 1) + 1
+            starts, ends = fresh[np.r_[0, cut]].tolist(), (fresh[np.r_[cut - 1, -1]] + 1).tolist()
+            self.order.extend(zip(starts, ends, [True] * len(starts), strict=True))
             self._evict()
         return int(fresh.size)
 
     def _evict(self) -> None:
-        while self.count > self.capacity and self.order:
-            a, b = self.order.popleft()
-            window = self.resident[a:b]
+        """Evict first-inserted first. An ``access`` range goes whole; a run of lines that
+        ``access_blocks`` inserted goes a line at a time, as if each line were its own entry."""
+        order, resident = self.order, self.resident
+        while self.count > self.capacity and order:
+            a, b, by_line = order.popleft()
+            if by_line:   # just the lines that bring the count down to the capacity
+                csum = np.cumsum(resident[a:b])
+                k = min(int(np.searchsorted(csum, self.count - self.capacity)) + 1, b - a)
+                if a + k < b:
+                    order.appendleft((a + k, b, True))
+                b = a + k
+            window = resident[a:b]
             self.count -= int(np.count_nonzero(window))
             window[:] = False
 

@@ -13,9 +13,10 @@ earlier one does not happen-before it: a ``HazardError`` naming both instruction
 and the byte range. As in FastTrack, an access that covers an earlier entry which happens-before
 it replaces that entry (a read replaces only earlier reads): any later access that would race
 with the old entry races with the new one too, so the list stays as short as the buffers in
-flight. The list is kept per 4 KB page of the buffer (an entry on every page it touches), so an
-access looks only at the entries on its own pages, oldest first. GM is not checked (cores
-reach GM through atomics or SyncAll by design of the kernels here).
+flight. The list is kept per 64 KB page of the buffer (an entry on every page it touches), so an
+access looks only at the entries on its own pages, oldest first (the page size sets how much is
+scanned, never what is found: an entry that overlaps an access lies on one of its pages). GM is
+not checked (cores reach GM through atomics or SyncAll by design of the kernels here).
 """
 
 from collections import deque
@@ -25,7 +26,7 @@ import numpy as np
 from npusim.errors import HazardError
 from npusim.memory import Buffer
 
-PAGE_SHIFT = 12   # the history is kept per 4 KB page: an access scans only its pages' entries
+PAGE_SHIFT = 16   # the history is kept per 64 KB page: an access scans only its pages' entries
 
 
 class Sanitizer:
@@ -112,29 +113,39 @@ class Sanitizer:
         if pages is None:
             pages = self.history[id(store)] = {}
         first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
-        found = {}
-        for page in range(first, last + 1):
-            for entry in pages.get(page, ()):
-                found[entry[0]] = entry
-        dropped = set()
-        for seq in sorted(found):           # oldest first, as one list in insertion order
-            _, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = found[seq]
+        if first == last:                   # one page: its list is already oldest first
+            entries = pages.get(first, ())
+        else:
+            found = {}
+            for page in range(first, last + 1):
+                for entry in pages.get(page, ()):
+                    found[entry[0]] = entry
+            entries = [found[seq] for seq in sorted(found)]
+        dropped = None
+        for entry in entries:               # oldest first, as one list in insertion order
+            e_lo, e_hi = entry[1], entry[2]
             if e_hi <= lo or e_lo >= hi:
                 continue
-            ordered = e_t == t or e_epoch <= vc[e_t]
-            if not ordered and (write or e_write):
-                self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
-                             (t, inst, write))
-            if ordered and lo <= e_lo and e_hi <= hi and (write or not e_write):
-                dropped.add(seq)            # covered: it lies on these pages only
+            e_t, e_write = entry[3], entry[5]
+            ordered = e_t == t or entry[4] <= vc[e_t]
+            if not ordered:
+                if write or e_write:
+                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, entry[6], e_write),
+                                 (t, inst, write))
+            elif lo <= e_lo and e_hi <= hi and (write or not e_write):
+                if dropped is None:         # covered: it lies on these pages only
+                    dropped = set()
+                dropped.add(entry[0])
         self.seq += 1
         entry = (self.seq, lo, hi, t, int(vc[t]), write, inst)
         for page in range(first, last + 1):
-            kept = pages.get(page, [])
+            kept = pages.get(page)
+            if kept is None:
+                pages[page] = [entry]
+                continue
             if dropped:
-                kept = [e for e in kept if e[0] not in dropped]
+                kept = pages[page] = [e for e in kept if e[0] not in dropped]
             kept.append(entry)
-            pages[page] = kept
 
     def _report(self, store, lo, hi, first, second) -> None:
         def side(entry):
