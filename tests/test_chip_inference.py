@@ -141,8 +141,8 @@ def run_kernel(kernel, chip=CHIP, block_dim=2, **args):
 
 @pytest.mark.parametrize("kernel, args, instruction", [
     (SyncAllKernel, {}, "sync_all"),
-    (CrossSetKernel, {}, "cross-core flag"),
-    (CrossWaitKernel, {}, "cross-core flag"),
+    (CrossSetKernel, {}, "cross_core_set_flag"),
+    (CrossWaitKernel, {}, "cross_core_wait_flag"),
     (CastKernel, {"dst": bfloat16}, "cast"),
     (CubeKernel, {"dtype": np.float32}, "mmad"),
     (CubeKernel, {"dtype": np.float16, "use_fixpipe": True}, "fixpipe"),

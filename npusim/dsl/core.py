@@ -89,18 +89,18 @@ def pipe_barrier(pipe: str) -> None:
 
 
 def cross_core_set_flag(flag_id: int, pipe: str = Pipe.S, mode: int = 2) -> None:
-    _check_cross_core(flag_id)
+    _check_cross_core(flag_id, "cross_core_set_flag")
     issue(CrossCoreSetFlag(pipe=pipe, flag_id=flag_id, mode=mode))
 
 
 def cross_core_wait_flag(flag_id: int, pipe: str = Pipe.S) -> None:
-    _check_cross_core(flag_id)
+    _check_cross_core(flag_id, "cross_core_wait_flag")
     issue(CrossCoreWaitFlag(pipe=pipe, flag_id=flag_id))
 
 
-def _check_cross_core(flag_id: int) -> None:
+def _check_cross_core(flag_id: int, what: str) -> None:
     chip = current().chip
-    check_inter_core_sync(chip, "cross-core flag")
+    check_inter_core_sync(chip, what)
     if not 0 <= flag_id < chip.cross_core_flag_ids:
         raise NpusimError(f"cross-core flag id {flag_id} not available on {chip.name!r}: "
                           f"ids 0..{chip.cross_core_flag_ids - 1}")
