@@ -33,4 +33,6 @@ def test_readme_python_examples_run(tmp_path, monkeypatch):
     assert ("small_dim 1278 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']"
             in printed)
     assert "[[6 8]\n [3 4]]" in printed and "2 4 4" in printed
+    assert "[98. 98. 98. 98.] 7633 10240" in printed and "161002 aclnnConvolutionBackward: " \
+        "cubeMathType = 0" in printed
     assert printed.count("True") >= 1 and (tmp_path / "silu.json").stat().st_size > 0

@@ -161,14 +161,14 @@ def _roofline(plt, result):
         peak, bw = c.peak_flops("float16") / 1e12, c.hbm_bytes_per_s / 1e12
         xs = [2.0 ** e for e in range(-4, 12)]
         ax.plot(xs, [min(peak, bw * x) for x in xs], color=f"C{k}", lw=1,
-                label=f"{chip} roofline (fp16 cube, HBM)")
+                label=f"{chip} roofline (fp16 cube, {c.memory_kind})")
         for r in result["rows"]:
             if r["chip"] == chip and r["status"] == "ok" and r["bytes"] and r["flops"]:
                 ax.scatter(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6,
                            color=f"C{k}", s=16)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop / HBM byte)")
+    ax.set_xlabel("arithmetic intensity (flop / GM byte)")
     ax.set_ylabel("achieved TFLOPS")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
