@@ -141,7 +141,8 @@ def aclrtMalloc(size: int, policy: int = ACL_MEM_MALLOC_HUGE_FIRST) -> tuple[int
     chip, host = load_chip(_state["chip"]), host_memory_bytes()
     if size > chip.hbm_bytes or size > host // 2:
         return _fail(ACL_ERROR_RT_MEMORY_ALLOCATION, f"aclrtMalloc: {int(size):,} bytes; "
-                     f"{chip.name} has {chip.hbm_bytes:,} bytes of HBM and the simulator keeps "
+                     f"{chip.name} has {chip.hbm_bytes:,} bytes of {chip.memory_kind} and the "
+                     "simulator keeps "
                      f"device memory in host memory ({host:,} bytes, at most half used)"), None
     return ACL_SUCCESS, np.zeros(int(size), np.uint8)
 
