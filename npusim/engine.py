@@ -24,10 +24,9 @@ instruction at a time), instruction fetch, the scalar's branch costs beyond ``Sc
 import random
 from collections import deque
 
-import simpy
-
 from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
+from npusim.des import Environment
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
 from npusim.sanitizer import Sanitizer
@@ -130,7 +129,7 @@ class TimedEngine:
     def __init__(self, chip, cores: list, gm, numerics: bool = True, tracer=None,
                  sanitize: bool = True, jitter: tuple | None = None):
         self.chip, self.gm, self.numerics, self.tracer = chip, gm, numerics, tracer
-        self.env = simpy.Environment()
+        self.env = Environment()   # SimPy's semantics, event for event (npusim/des.py)
         self.bw = GmBandwidth(chip, gm.size)
         self.atomic_lines = AtomicLines()
         self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]

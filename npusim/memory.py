@@ -53,6 +53,7 @@ class GlobalMemory:
         self.hbm_bytes, self.chip_name = hbm_bytes, chip_name
         self.size = 0
         self.data = np.zeros(0, np.uint8)
+        self._reserve = self.data     # what ``data`` is a view on (see materialize)
         self._pending: list = []  # (tensor, initial contents) copied in by load_inputs
 
     def alloc(self, name: str, nbytes: int) -> int:
@@ -81,11 +82,19 @@ class GlobalMemory:
                                    f"host has {host:,} bytes (at most half of it is used)")
 
     def materialize(self) -> None:
-        """Create the byte array, or grow it (keeping its contents) for tensors added since."""
-        if len(self.data) < self.size:
-            grown = np.zeros(self.size, np.uint8)
+        """Create the byte array, or grow it (keeping its contents) for tensors added since.
+
+        ``data`` is a view on a zeroed reservation that doubles when outgrown (capped at what
+        the host allows), so the workspaces the later kernels of an operator add do not copy GM
+        each time; the reservation's untouched pages cost no RAM."""
+        if len(self.data) >= self.size:
+            return
+        if len(self._reserve) < self.size:
+            cap = max(self.size, min(2 * len(self._reserve), host_memory_bytes() // 2))
+            grown = np.zeros(cap, np.uint8)
             grown[:len(self.data)] = self.data
-            self.data = grown
+            self._reserve = grown
+        self.data = self._reserve[:self.size]
 
     def tensor(self, name: str, dtype, count: int, init: np.ndarray | None = None):
         """Allocate ``count`` elements of ``dtype`` and return a GlobalTensor on them."""

@@ -11,16 +11,18 @@ def pipe_process(engine, pipe):
     """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
     env, core = engine.env, pipe.core
     queue = pipe.queue
+    tracer = engine.tracer
     while True:
         if not queue:
             pipe.wake = env.event()
             yield pipe.wake
             continue
         inst, t_issue, clock = queue.popleft()
-        if inst is not STOP and inst.kind == "mark":
+        kind = inst.kind if inst is not STOP else None
+        if kind == "mark":
             pipe.marks -= 1
-            if engine.tracer is not None:
-                engine.tracer.mark(core.index, inst, max(env.now, t_issue))
+            if tracer is not None:
+                tracer.mark(core.index, inst, max(env.now, t_issue))
             if not queue:
                 _notify_idle(pipe)
             continue
@@ -36,13 +38,13 @@ def pipe_process(engine, pipe):
             _notify_idle(pipe)
             return
         pipe.busy_now = True
-        if inst.kind == "exec":
+        if kind == "exec":
             start = env.now
-            end = _exec_end(engine, pipe, inst)
+            end = _exec_end(engine, pipe, inst, start)
             if end > start:
                 yield env.timeout(end - start)
             _exec_done(engine, pipe, inst, t_issue, start, end, clock)
-        elif inst.kind == "set":
+        elif kind == "set":
             _run_set(engine, pipe, inst, t_issue, clock)
         else:
             yield from _run_sync(engine, pipe, inst, t_issue, clock)
@@ -88,12 +90,11 @@ def _run_sync(engine, pipe, inst, t_issue, clock):
         yield env.timeout(inst.body(chip))
 
 
-def _exec_end(engine, pipe, inst) -> float:
+def _exec_end(engine, pipe, inst, start: float) -> float:
     """When an instruction starting now ends: head if the pipe was idle, body, jitter, GM."""
-    chip, start = engine.chip, engine.env.now
-    dur = inst.body(chip)
-    if start > pipe.last_end + 1e-9:
-        dur += inst.head(chip)
+    chip = engine.chip
+    body = inst.body(chip)
+    dur = body + inst.head(chip) if start > pipe.last_end + 1e-9 else body
     if engine.jitter is not None:
         dur += engine.jitter()
     end = start + dur
@@ -101,7 +102,7 @@ def _exec_end(engine, pipe, inst) -> float:
         end = max(end, engine.bw.transfer(start, inst.gm_blocks(), inst.charged_bytes(chip),
                                           inst.gm_write))
         if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
-            end = engine.atomic_lines.order(inst.gm_span(), start, end, inst.body(chip))
+            end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
     return end
 
 
@@ -114,7 +115,7 @@ def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
     if engine.sanitizer is not None:
         engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
     if engine.tracer is not None:
-        engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
+        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
 
 
 def _trace_sync(engine, pipe, inst, t_issue, start, end) -> None:

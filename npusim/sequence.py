@@ -13,7 +13,7 @@ between kernels, and L2 contents carried from one kernel to the next (each start
 from collections import Counter
 
 from npusim.chip import load_chip
-from npusim.launch import check_options, launch
+from npusim.launch import check_options, gc_paused, launch
 from npusim.memory import GlobalMemory
 from npusim.result import Result
 from npusim.trace import Tracer
@@ -54,8 +54,9 @@ class OpRun:
             self.gm.load_inputs()
             read[name] = tensor.array(count).reshape(shape).copy()
         cycles = sum(r.cycles for _, r in self.parts)
-        tracer = self._merged_tracer()
-        stats = merge_stats(self.parts, cycles, tracer)
+        with gc_paused():   # the merged trace is a tuple per instruction (npusim/launch.py)
+            tracer = self._merged_tracer()
+            stats = merge_stats(self.parts, cycles, tracer)
         return Result(outputs=read, cycles=cycles, chip=self.chip, mode=self.mode, tiling=tiling,
                       workspace_bytes=workspace_bytes, stats=stats, tracer=tracer)
 
