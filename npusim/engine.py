@@ -154,6 +154,15 @@ class TimedEngine:
         self._check_finished()
         return self.end_time
 
+    def release(self) -> None:
+        """Break the engine <-> core <-> pipe references once the stats are read, so reference
+        counting frees the run's queues, flags and race history at once (no GC pass)."""
+        for core in self.cores:
+            core.engine, core.peers = None, []
+            for pipe in core.pipes.values():
+                pipe.core = None
+        self.cores, self.sanitizer = [], None
+
     def _check_finished(self) -> None:
         blocked = []
         for core in self.cores:

@@ -184,6 +184,8 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
                       for name, (t, shape) in outputs.items()}
     t_run = time.perf_counter()
     stats = collect_stats(chip, specs, tracer, cycles, engine if mode == "timed" else None)
+    if mode == "timed":
+        engine.release()
     stats["wall_seconds"] = {"record": t_record - t0, "run": t_run - t_record,
                              "total": time.perf_counter() - t0}
     return Result(outputs=result_outputs, cycles=math.ceil(cycles - 1e-9), chip=chip, mode=mode,
