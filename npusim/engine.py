@@ -51,6 +51,7 @@ class PipeSim:
         self.blocked_on = None
         self.last_inst = None
         self.done = False
+        self.full_reason = ("queue full", f"PIPE-{name}")   # what a scalar blocked here waits on
 
     def push(self, inst, t: float, clock=None) -> None:
         self.queue.append((inst, t, clock))

@@ -155,28 +155,34 @@ def scalar_process(engine, core):
     issue, depth = chip.issue_cycles, chip.queue_depth
     pipes = core.pipes
     san = engine.sanitizer
+    clocks = san.issue_clock if san is not None else None
+    index = core.index
     t = 0.0
     for inst in core.stream:
-        name = inst.pipe
-        if inst.kind == "mark":
+        name, kind = inst.pipe, inst.kind
+        if kind == "mark":
             _push_mark(engine, core, inst, t)
             continue
         if name != "S":
             pipe = pipes[name]
             t += issue
-            if len(pipe.queue) - pipe.marks >= depth:
+            queue = pipe.queue
+            if len(queue) - pipe.marks >= depth:
                 # Entries only leave the queue, so it is full at t too unless a pop comes first:
                 # wait for that pop and issue at the later of t and the pop.
-                while len(pipe.queue) - pipe.marks >= depth:
+                while len(queue) - pipe.marks >= depth:
                     pipe.slot = env.event()
-                    core.scalar_blocked = ("queue full", f"PIPE-{name}")
+                    core.scalar_blocked = pipe.full_reason
                     yield pipe.slot
                 core.scalar_blocked = None
                 if env.now > t:
                     t = env.now
-            pipe.push(inst, t, san.issue_clock[core.index] if san is not None else None)
+            queue.append((inst, t, clocks[index] if clocks is not None else None))
+            if pipe.wake is not None:            # PipeSim.push, inlined
+                pipe.wake.succeed()
+                pipe.wake = None
             continue
-        if inst.kind == "scalar":
+        if kind == "scalar":
             t += inst.body(chip)
             continue
         yield from _catch_up(env, t)
