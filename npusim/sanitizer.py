@@ -43,7 +43,7 @@ class Sanitizer:
         self.core_tids = {c.index: [self.tid[(c.index, p)] for p in c.pipes] for c in cores}
         self.issue_clock = {c.index: np.zeros(n, np.int64) for c in cores}
         self.joined = [None] * n      # the issue clock each thread last joined
-        self.history: dict[int, dict] = {}   # buffer -> page -> entries touching the page
+        self.history: dict = {}              # buffer -> page -> entries touching the page
         self.seq = 0                          # entries numbered in the order they are made
         self.flag_clocks: dict[tuple, deque] = {}
 
@@ -101,17 +101,18 @@ class Sanitizer:
     def on_exec(self, core: int, pipe: str, inst, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
         vc = self.vc[t]
+        epoch = int(vc[t])
         for store, lo, hi in inst.reads():
-            if isinstance(store, Buffer) and hi > lo:
-                self._access(store, lo, hi, False, t, vc, inst, core)
+            if hi > lo and isinstance(store, Buffer):
+                self._access(store, lo, hi, False, t, vc, epoch, inst)
         for store, lo, hi in inst.writes():
-            if isinstance(store, Buffer) and hi > lo:
-                self._access(store, lo, hi, True, t, vc, inst, core)
+            if hi > lo and isinstance(store, Buffer):
+                self._access(store, lo, hi, True, t, vc, epoch, inst)
 
-    def _access(self, store, lo, hi, write, t, vc, inst, core) -> None:
-        pages = self.history.get(id(store))
+    def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
+        pages = self.history.get(store)
         if pages is None:
-            pages = self.history[id(store)] = {}
+            pages = self.history[store] = {}
         first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
         if first == last:                   # one page: its list is already oldest first
             entries = pages.get(first, ())
@@ -123,21 +124,19 @@ class Sanitizer:
             entries = [found[seq] for seq in sorted(found)]
         dropped = None
         for entry in entries:               # oldest first, as one list in insertion order
-            e_lo, e_hi = entry[1], entry[2]
+            seq, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
             if e_hi <= lo or e_lo >= hi:
                 continue
-            e_t, e_write = entry[3], entry[5]
-            ordered = e_t == t or entry[4] <= vc[e_t]
-            if not ordered:
+            if e_t != t and e_epoch > vc[e_t]:          # not ordered before this access
                 if write or e_write:
-                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, entry[6], e_write),
+                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
                                  (t, inst, write))
             elif lo <= e_lo and e_hi <= hi and (write or not e_write):
                 if dropped is None:         # covered: it lies on these pages only
                     dropped = set()
-                dropped.add(entry[0])
+                dropped.add(seq)
         self.seq += 1
-        entry = (self.seq, lo, hi, t, int(vc[t]), write, inst)
+        entry = (self.seq, lo, hi, t, epoch, write, inst)
         for page in range(first, last + 1):
             kept = pages.get(page)
             if kept is None:
