@@ -26,7 +26,7 @@ from collections import deque
 
 from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
-from npusim.des import Environment
+from simpy import Environment
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
 from npusim.sanitizer import Sanitizer
