@@ -24,9 +24,10 @@ instruction at a time), instruction fetch, the scalar's branch costs beyond ``Sc
 import random
 from collections import deque
 
+from simpy import Environment
+
 from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
-from simpy import Environment
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
 from npusim.sanitizer import Sanitizer
