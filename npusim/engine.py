@@ -131,7 +131,7 @@ class TimedEngine:
     def __init__(self, chip, cores: list, gm, numerics: bool = True, tracer=None,
                  sanitize: bool = True, jitter: tuple | None = None):
         self.chip, self.gm, self.numerics, self.tracer = chip, gm, numerics, tracer
-        self.env = Environment()   # SimPy's semantics, event for event (npusim/des.py)
+        self.env = Environment()
         self.bw = GmBandwidth(chip, gm.size)
         self.atomic_lines = AtomicLines()
         self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]
