@@ -79,7 +79,8 @@ def assert_close(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float | No
     # Below the dtype's smallest normal the dtype cannot tell; and a result within rtol of it
     # comes from intermediates (exp, products) that already underflowed to zero in the dtype
     # (seen: silu fp32 at x = -100, exact 5.6e-38, computed 0).
-    atol = max(atol, float(ml_dtypes.finfo(got.dtype).tiny) / rtol)
+    tiny = float(ml_dtypes.finfo(got.dtype).tiny)
+    atol = max(atol, tiny / rtol if rtol > 0 else tiny)
     err = np.abs(g - ref)
     bound = rtol * np.abs(ref) + atol
     worst = np.unravel_index(np.argmax(err - bound), err.shape)
