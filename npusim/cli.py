@@ -132,12 +132,7 @@ def _op_arguments(p, case, command: str) -> None:
     else:
         p.add_argument("--chips", default="atlas-training,atlas-a2",
                        help="comma-separated chip models (default atlas-training,atlas-a2)")
-    shape = "x".join(map(str, case.default_shape))
-    p.add_argument("--shape", help=f"{case.shape_help}, e.g. {shape} (the default)")
-    p.add_argument("--dtype", default=case.dtypes[0],
-                   help=f"one of {', '.join(case.dtypes)} (default {case.dtypes[0]})")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="an operator parameter (listed below); repeat for more")
+    _case_arguments(p, case)
     p.add_argument("--tiling", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field of the host tiling, e.g. tile_length=4096")
     p.add_argument("--mode", choices=("timed", "functional"), default="timed",
@@ -149,14 +144,19 @@ def _op_arguments(p, case, command: str) -> None:
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
 
 
-def _sweep_arguments(p, case) -> None:
-    p.add_argument("--chip", default="atlas-a2", help="chip model (default atlas-a2)")
+def _case_arguments(p, case) -> None:
+    """--shape, --dtype and --param: what run, compare and sweep take alike."""
     shape = "x".join(map(str, case.default_shape))
     p.add_argument("--shape", help=f"{case.shape_help}, e.g. {shape} (the default)")
     p.add_argument("--dtype", default=case.dtypes[0],
                    help=f"one of {', '.join(case.dtypes)} (default {case.dtypes[0]})")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="an operator parameter (listed below); repeat for more")
+
+
+def _sweep_arguments(p, case) -> None:
+    p.add_argument("--chip", default="atlas-a2", help="chip model (default atlas-a2)")
+    _case_arguments(p, case)
     p.add_argument("--tiling", action="append", default=[], metavar="FIELD=SPACE",
                    required=True, help="a tiling field and its values: a list (2048,4096), an "
                    "inclusive range (8:48:8) or powers of two (pow2:1024:16384); several give "
