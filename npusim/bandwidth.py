@@ -26,6 +26,8 @@ from collections import deque
 
 import numpy as np
 
+from npusim.isa.move import block_span
+
 
 class L2Cache:
     """Which GM lines are resident in L2 (a bit per line, FIFO eviction)."""
@@ -55,7 +57,7 @@ class L2Cache:
         """Touch ``count`` blocks of ``length`` bytes ``stride`` apart from ``addr``; return how
         many of the lines they overlap were not resident. Gaps between blocks are not touched."""
         if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
-            return self.access(addr, addr + block_end(count, length, stride))
+            return self.access(addr, addr + block_span(addr, count, length, stride))
         starts = addr + stride * np.arange(count, dtype=np.int64)
         first, last = starts // self.line, (starts + length - 1) // self.line
         lines = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]
@@ -115,7 +117,3 @@ class GmBandwidth:
         self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
         return max(self.l2_free, self.hbm_free)
 
-
-def block_end(count: int, length: int, stride: int) -> int:
-    """Bytes from the first block's start to the end of the last."""
-    return (count - 1) * stride + length if count else 0

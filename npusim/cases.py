@@ -565,17 +565,23 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                                EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
 
 
+def lookup_case(name) -> OpCase | None:
+    """The registered case for ``name`` (silu_backward, SiluBackward or aclnnSiluBackward),
+    available or not; None when there is none."""
+    key = str(name).lower().replace("_", "").removeprefix("aclnn")
+    return next((c for c in CASES.values() if key == c.name.replace("_", "")), None)
+
+
 def find_case(name: str) -> OpCase:
-    """The case for ``name`` (silu_backward, SiluBackward or aclnnSiluBackward)."""
-    key = name.lower().replace("_", "").removeprefix("aclnn")
-    for case in CASES.values():
-        if key == case.name.replace("_", ""):
-            if not case.available():
-                raise NpusimError(f"{case.name} is not available yet in this npusim "
-                                  f"(npusim.ops has no {case.name}); ops: "
-                                  f"{', '.join(available_names())}")
-            return case
-    raise NpusimError(f"unknown op {name!r}; ops: {', '.join(available_names())}")
+    """The case for ``name``, which ``npusim.ops`` must have; else a clear NpusimError."""
+    case = lookup_case(name)
+    if case is None:
+        raise NpusimError(f"unknown op {name!r}; ops: {', '.join(available_names())}")
+    if not case.available():
+        raise NpusimError(f"{case.name} is not available yet in this npusim "
+                          f"(npusim.ops has no {case.name}); ops: "
+                          f"{', '.join(available_names())}")
+    return case
 
 
 def available_names() -> list:

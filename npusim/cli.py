@@ -205,10 +205,10 @@ def _sweep(args) -> int:
 
 def _predict(args) -> int:
     from npusim.outdir import OutputDir
+    from npusim.progress import Bar
     from npusim.studies.executor import connect, default_jobs
     from npusim.studies.predict import predict
     from npusim.studies.predict_report import headline, write_report
-    from npusim.studies.sweep import Bar
     from npusim.studies.workload import load_workload
 
     wl = load_workload(args.workload)

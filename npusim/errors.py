@@ -38,6 +38,10 @@ class HazardError(NpusimError):
     """Two pipes touch overlapping on-chip bytes with nothing ordering them."""
 
 
+class NumericsRequiredError(NpusimError):
+    """``numerics=False`` asked of a kernel whose control flow reads the data (indices)."""
+
+
 class MemoryAccessError(NpusimError):
     """An access falls outside a GM tensor or an on-chip buffer."""
 

@@ -25,7 +25,7 @@ import numpy as np
 from npusim.chip import load_chip
 from npusim.dsl.context import CoreContext, recording
 from npusim.engine import TimedEngine
-from npusim.errors import NpusimError, TilingError
+from npusim.errors import NpusimError, NumericsRequiredError, TilingError
 from npusim.functional import run_functional
 from npusim.memory import Buffer
 from npusim.result import Result, collect_stats
@@ -155,7 +155,7 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     check_options(mode=mode, numerics=numerics, trace=trace, sanitize=sanitize, jitter=jitter)
     eager = kernel_cls.reads_data
     if eager and not numerics:
-        raise NpusimError(f"{kernel_cls.__name__} reads data into its control flow: "
+        raise NumericsRequiredError(f"{kernel_cls.__name__} reads data into its control flow: "
                           "numerics=False is not possible")
     if mode == "functional" and not numerics:
         raise NpusimError("numerics=False only applies to mode='timed'")

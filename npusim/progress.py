@@ -3,7 +3,8 @@
 ``Progress(label)`` says nothing for quick work. Once ``after`` seconds have passed it prints
 ``label ...`` and then the elapsed seconds (updated in place on a terminal, every ten seconds
 otherwise), and ``done in N s`` at the end. It runs in a daemon thread that only sleeps and
-writes, so the simulation's own timing is not touched.
+writes, so the simulation's own timing is not touched. ``Bar`` counts points of a study (a
+sweep, a prediction) done, with an ETA.
 """
 
 import sys
@@ -55,3 +56,35 @@ class Progress:
                 self._write(f"\r{self.label} ... {self._elapsed():.0f} s")
             else:
                 self._write(f"{self.label} ... {self._elapsed():.0f} s\n")
+
+
+class Bar:
+    """Points done, elapsed and ETA on stderr (in place on a terminal)."""
+
+    def __init__(self, total: int, done: int, stream=None, label: str = "sweep"):
+        self.total, self.done, self.fresh, self.label = total, done, 0, label
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start, self.last = time.perf_counter(), 0.0
+
+    def step(self) -> None:
+        self.done, self.fresh = self.done + 1, self.fresh + 1
+        now = time.perf_counter()
+        if self.tty or now - self.last >= 5.0 or self.done == self.total:
+            self.last = now
+            self._show(now)
+
+    def _show(self, now: float) -> None:
+        elapsed = now - self.start
+        eta = elapsed / self.fresh * (self.total - self.done) if self.fresh else 0.0
+        width = 24
+        fill = int(width * self.done / max(self.total, 1))
+        bar = "#" * fill + "." * (width - fill)
+        text = (f"{self.label} [{bar}] {self.done}/{self.total} points, {elapsed:.0f} s, "
+                f"ETA {eta:.0f} s")
+        self.stream.write(("\r" + text) if self.tty else text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.fresh:
+            self.stream.write("\n")

@@ -24,7 +24,7 @@ numerics=False is refused: the kernels read the indices into their control flow.
 
 import numpy as np
 
-from npusim.errors import NpusimError, TilingError
+from npusim.errors import NumericsRequiredError, TilingError
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.contiguous import to_gm
 from npusim.ops.embedding_args import OP, cast_indices, check_embedding_dense_backward, index_kind
@@ -54,8 +54,9 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
     spec = check_embedding_dense_backward(chip, grad, indices, num_weights, padding_idx,
                                           scale_grad_by_freq)
     if not numerics:
-        raise NpusimError(f"{OP}: numerics=False is not possible: the kernels read the "
-                          "indices into their control flow (which rows go where)")
+        raise NumericsRequiredError(f"{OP}: numerics=False is not possible: the kernels read "
+                                    "the indices into their control flow (which rows go "
+                                    "where)")
     kind = index_kind(chip, spec.indices.dtype)
     t = embedding_tiling(chip, rows=spec.rows, dim=spec.dim, num_weights=spec.num_weights,
                          scale=spec.scale, index_bytes=np.dtype(kind).itemsize,

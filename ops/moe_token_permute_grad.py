@@ -17,7 +17,12 @@ system workspace aclnn reserves (reported as 0 bytes), paddedMode=true (the seed
 import numpy as np
 
 from npusim.dtypes import name_of
-from npusim.errors import ACLNN_ERR_PARAM_INVALID, NpusimError, ParamError
+from npusim.errors import (
+    ACLNN_ERR_PARAM_INVALID,
+    NpusimError,
+    NumericsRequiredError,
+    ParamError,
+)
 from npusim.launch import MODES
 from npusim.ops.common import (
     PRODUCT_NAMES,
@@ -118,9 +123,9 @@ def moe_token_permute_grad(permuted_output_grad, sorted_indices, *, num_topk,
     if mode not in MODES:
         raise NpusimError(f"{OP}: mode {mode!r}: allowed {', '.join(MODES)}")
     if numerics is False or numerics is np.False_:
-        raise NpusimError(f"{OP}: numerics=False is not possible: the scalar reads each "
-                          "sortedIndices value to choose the rows to gather, so the control "
-                          "flow follows the data")
+        raise NumericsRequiredError(f"{OP}: numerics=False is not possible: the scalar reads "
+                                    "each sortedIndices value to choose the rows to gather, "
+                                    "so the control flow follows the data")
     tokens, hidden = indices.size // topk, grad.shape[1]
     problem = Problem(tokens=tokens, top_k=topk, num_out_tokens=grad.shape[0], hidden=hidden,
                       item=grad.dtype.itemsize)

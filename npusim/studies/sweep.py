@@ -11,12 +11,10 @@ the golden; ``"all"`` checks every point; ``"none"`` none.
 """
 
 import csv
-import json
 import os
-import sys
-import time
 
 from npusim.errors import NpusimError
+from npusim.progress import Bar
 from npusim.studies.executor import BUFFERS, PIPES, connect, run_point, run_points
 from npusim.studies.space import parse_space, points
 
@@ -198,38 +196,3 @@ def record_from_row(row: dict, fields: list) -> dict:
             "numerics": bool(get["numerics"]), "check": get["check"], "wall_s": get["wall_s"],
             "effective_tiling": {}}
 
-
-class Bar:
-    """Points done, elapsed and ETA on stderr (in place on a terminal)."""
-
-    def __init__(self, total: int, done: int, stream=None, label: str = "sweep"):
-        self.total, self.done, self.fresh, self.label = total, done, 0, label
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start, self.last = time.perf_counter(), 0.0
-
-    def step(self) -> None:
-        self.done, self.fresh = self.done + 1, self.fresh + 1
-        now = time.perf_counter()
-        if self.tty or now - self.last >= 5.0 or self.done == self.total:
-            self.last = now
-            self._show(now)
-
-    def _show(self, now: float) -> None:
-        elapsed = now - self.start
-        eta = elapsed / self.fresh * (self.total - self.done) if self.fresh else 0.0
-        width = 24
-        fill = int(width * self.done / max(self.total, 1))
-        bar = "#" * fill + "." * (width - fill)
-        text = (f"{self.label} [{bar}] {self.done}/{self.total} points, {elapsed:.0f} s, "
-                f"ETA {eta:.0f} s")
-        self.stream.write(("\r" + text) if self.tty else text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty and self.fresh:
-            self.stream.write("\n")
-
-
-def rows_json(rows: list) -> str:
-    return json.dumps(rows, indent=1, default=str) + "\n"

@@ -7,6 +7,7 @@ on-chip bytes one core has live at once (the sum over its buffers), the Pareto f
 """
 
 import json
+import os
 
 from npusim.studies.executor import PIPES
 
@@ -147,6 +148,4 @@ def write_report(store, case, base, rows, default, best, fields) -> None:
                        ("pareto.png", lambda p: plot_pareto(rows, p))):
         tmp = store.path(f".{name}.tmp.png")
         draw(tmp)
-        import os
-
         os.replace(tmp, store.path(name))

@@ -82,7 +82,7 @@ def load_workload(name_or_path) -> Workload:
 
 
 def _call(path, index: int, entry) -> Call:
-    from npusim.cases import CASES, parse_dtype, parse_shape
+    from npusim.cases import CASES, lookup_case, parse_dtype, parse_shape
 
     where = f"{path}: call {index}"
     if not isinstance(entry, dict):
@@ -93,7 +93,9 @@ def _call(path, index: int, entry) -> Call:
         what = f"unknown key {sorted(unknown)[0]!r}" if unknown else \
             f"missing key {sorted(missing)[0]!r}"
         raise NpusimError(f"{where}: {what}; keys: {', '.join(sorted(CALL_KEYS))}")
-    case = _case(where, entry["op"], CASES)
+    case = lookup_case(entry["op"])
+    if case is None:
+        raise NpusimError(f"{where}: unknown op {entry['op']!r}; ops: {', '.join(CASES)}")
     count = entry["count"]
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise NpusimError(f"{where}: count = {count!r}: a positive integer")
@@ -117,14 +119,6 @@ def _call(path, index: int, entry) -> Call:
     return Call(index=index, op=case.name, shape=shape, dtype=dtype, params=params,
                 tiling=dict(tiling), count=count, note=str(entry.get("note", "")),
                 modelled=case.available(), dtype_on=dtype_on)
-
-
-def _case(where: str, op, cases: dict):
-    key = str(op).lower().replace("_", "").removeprefix("aclnn")
-    for case in cases.values():
-        if key == case.name.replace("_", ""):
-            return case
-    raise NpusimError(f"{where}: unknown op {op!r}; ops: {', '.join(cases)}")
 
 
 def _text(value) -> str:
