@@ -1,9 +1,9 @@
 """Chip models: validated data loaded from ``models/<name>.toml``.
 
 A chip file has fixed sections (``chip``, ``memory``, ``buffers``, ``alignment``, ``mte``,
-``cube``, ``vector``, ``scalar``, ``sync``, ``features``) and a ``sources`` table that names,
-for every number, where it comes from (a key of ``shared/reference/hardware.md``) or says
-"assumed". A source given for a section or table covers every key inside it.
+``cube``, ``vector``, ``scalar``, ``launch``, ``sync``, ``features``) and a ``sources`` table
+that names, for every number, where it comes from (a key of ``shared/reference/hardware.md``)
+or says "assumed". A source given for a section or table covers every key inside it.
 
 Two keys are optional, with the defaults of the chips that came first: ``memory.memory_kind``
 (the GM technology, "HBM" unless a model says e.g. "LPDDR4X"; reports name it beside the
@@ -52,6 +52,8 @@ SCHEMA: dict[str, dict[str, type]] = {
                "compute_dtypes": list, "cast_dtypes": list, "barrier_drain_cycles": int,
                "cost": dict},
     "scalar": {"issue_cycles": int, "op_cycles": int, "queue_depth": int},
+    "launch": {"kernel_start_cycles": int, "kernel_start_per_block_cycles": int,
+               "kernel_gap_cycles": int, "tiling_line_bytes": int},
     "sync": {"flag_cycles": int, "event_ids": int, "cross_core_flag_cycles": int,
              "sync_all_cycles": int, "cross_core_flag_ids": int},
     "features": {"has_fixpipe": bool, "has_l0c_to_ub": bool, "has_gm_nd2nz": bool,

@@ -1,22 +1,64 @@
 """The kernels of one operator, run one after another on one stream and one GM.
 
 An aclnn operator is often several kernels: l0op::Contiguous copies, casts, TransData format
-conversions, then the compute kernel. ``OpRun`` launches them in order on a shared
-``GlobalMemory`` and folds their results into one ``Result``: cycles add up (kernel k+1 starts
-when kernel k ends), the trace places each kernel after the one before on the cores it used, and
-``stats["kernels"]`` lists each kernel's name, cores, cycles and instruction count.
+conversions, MemSet zeroing of atomic-add outputs, then the compute kernel. ``OpRun`` launches
+them in order on a shared ``GlobalMemory`` and folds their results into one ``Result``.
 
-Modelled: the kernels' own cycles, back to back. Not modelled: the host's launch overhead
-between kernels, and L2 contents carried from one kernel to the next (each starts cold).
+Modelled: each kernel's own cycles, plus the fixed costs of ``npusim/kernel_costs.py`` from the
+chip model: the start-up of each kernel on its cores, its cores' tiling-data read from GM (in
+the kernel's own cycles), and the stream's gap between two kernels. The operator's cycles are
+the sum of its kernels' task durations (start-up + own cycles) and of the gaps between them.
+The trace places each kernel after the one before, with a ``stream gap`` and a ``launch`` slice
+on PIPE-S of its cores; ``stats["kernels"]`` lists per kernel its name (msprof's Op Name), its
+``op_type`` (msprof's OP Type), ``task_type``, cores, blocks, ``cycles`` (task duration),
+``launch_cycles``, ``body_cycles``, ``wait_cycles`` (the gap before it), ``tiling_bytes``,
+``start_cycle``, instruction count and ``atomic_add_bytes`` (bytes it adds into GM atomically:
+such a kernel follows the MemSet or ZerosLike kernel that zeroes its target).
+
+Not modelled: the host's time (tiling functions, enqueueing), which overlaps the device when
+kernels are queued ahead; L2 contents carried from one kernel to the next (each starts cold).
 """
 
 from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
 
 from npusim.chip import load_chip
+from npusim.kernel_costs import (
+    WORD_BYTES,
+    KernelStart,
+    StreamGap,
+    start_cycles,
+    tiling_words,
+    with_tiling_read,
+)
 from npusim.launch import check_options, gc_paused, launch
 from npusim.memory import GlobalMemory
 from npusim.result import Result
 from npusim.trace import Tracer
+
+TASK_TYPES = {"aiv": "AI_VECTOR_CORE", "aic": "AI_CORE", "mix": "MIX_AIC"}
+
+
+@dataclass
+class KernelRun:
+    """One kernel of the sequence: its Result and its fixed costs (cycles)."""
+
+    name: str
+    op_type: str
+    task_type: str
+    blocks: int
+    result: Result
+    launch_cycles: int
+    wait_cycles: int
+    tiling_bytes: int
+    start_cycle: int = 0
+
+    @property
+    def cycles(self) -> int:
+        """The kernel's task duration: start-up on its cores, then its own cycles."""
+        return self.launch_cycles + self.result.cycles
 
 
 class OpRun:
@@ -30,13 +72,27 @@ class OpRun:
         self.gm = GlobalMemory(self.chip.hbm_bytes, self.chip.name)
         self.mode, self.numerics = mode, numerics
         self.options = dict(trace=trace, sanitize=sanitize, jitter=jitter)
-        self.parts: list[tuple[str, Result]] = []
+        self.parts: list[KernelRun] = []
 
-    def launch(self, kernel_cls, *, block_dim: int, args: dict, name: str = "") -> Result:
-        """Run one kernel on the shared GM after the ones before it; return its own Result."""
-        result = launch(kernel_cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
+    def launch(self, kernel_cls, *, block_dim: int, args: dict, name: str = "",
+               op_type: str = "") -> Result:
+        """Run one kernel on the shared GM after the ones before it; return its own Result.
+        ``name`` is the kernel's instance name (msprof's Op Name), ``op_type`` its OP Type
+        (default: ``name`` up to a parenthesis)."""
+        name = name or kernel_cls.__name__
+        words = tiling_words(args)
+        tiling = self.gm.tensor(f"{name}.tiling", np.int64, len(words),
+                                np.array(words, np.int64))
+        cls = with_tiling_read(kernel_cls, tiling, len(words), self.chip.tiling_line_bytes)
+        result = launch(cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
                         outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
-        self.parts.append((name or kernel_cls.__name__, result))
+        timed = self.mode == "timed"
+        core_type = kernel_cls.core_type if self.chip.separated else "aic"
+        self.parts.append(KernelRun(
+            name, op_type or name.split("(")[0], TASK_TYPES[core_type], int(block_dim), result,
+            start_cycles(self.chip, block_dim) if timed else 0,
+            self.chip.kernel_gap_cycles if timed and self.parts else 0,
+            len(words) * WORD_BYTES))
         return result
 
     def result(self, outputs: dict, *, tiling=None, workspace_bytes: int = 0) -> Result:
@@ -53,7 +109,10 @@ class OpRun:
                 count *= int(d)
             self.gm.load_inputs()
             read[name] = tensor.array(count).reshape(shape).copy()
-        cycles = sum(r.cycles for _, r in self.parts)
+        cycles = 0
+        for part in self.parts:
+            part.start_cycle = cycles + part.wait_cycles
+            cycles = part.start_cycle + part.cycles
         with gc_paused():   # the merged trace is a tuple per instruction (npusim/launch.py)
             tracer = self._merged_tracer()
             stats = merge_stats(self.parts, cycles, tracer)
@@ -63,16 +122,33 @@ class OpRun:
     def _merged_tracer(self):
         if self.mode != "timed" or not self.options["trace"]:
             return None
-        merged, labels, offset = Tracer(), _labels(self.parts), 0
-        for _name, r in self.parts:
+        merged, labels = Tracer(), _labels(self.parts)
+        for part in self.parts:
+            r = part.result
             index = [labels.index(label) for label in r.stats["core_labels"]]
+            merged.records += _fixed_slices(part, index)
+            offset = part.start_cycle + part.launch_cycles
             merged.records += [(index[c], pipe, inst, i + offset, s + offset, e + offset)
                                for c, pipe, inst, i, s, e in r.tracer.records]
             merged.marks += [(index[c], t + offset, buf, delta, label)
                              for c, t, buf, delta, label in r.tracer.marks]
-            offset += r.cycles
-            merged.marks += _release_marks(r.tracer.marks, index, offset)
+            merged.marks += _release_marks(r.tracer.marks, index, offset + r.cycles)
         return merged
+
+
+def _fixed_slices(part: KernelRun, index: list) -> list:
+    """The ``stream gap`` and ``launch`` slices of a kernel on PIPE-S of each of its cores."""
+    start, records = part.start_cycle, []
+    gap = StreamGap(kernel=part.name, cycles=part.wait_cycles)
+    launch_slice = KernelStart(kernel=part.name, cycles=part.launch_cycles)
+    for core in index:
+        if part.wait_cycles:
+            g0 = start - part.wait_cycles
+            records.append((core, "S", gap, g0, g0, start))
+        if part.launch_cycles:
+            records.append((core, "S", launch_slice, start, start,
+                            start + part.launch_cycles))
+    return records
 
 
 def _release_marks(marks, index, end) -> list:
@@ -87,8 +163,8 @@ def _release_marks(marks, index, end) -> list:
 def _labels(parts) -> list[str]:
     """Every core any kernel used, in order of first use."""
     labels: list[str] = []
-    for _name, r in parts:
-        labels += [label for label in r.stats["core_labels"] if label not in labels]
+    for part in parts:
+        labels += [label for label in part.result.stats["core_labels"] if label not in labels]
     return labels
 
 
@@ -98,8 +174,8 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
     labels = _labels(parts)
     counts, by_path, peak, pipes, per_core_peak = Counter(), Counter(), {}, {}, {}
     gm = Counter()
-    for _name, r in parts:
-        s = r.stats
+    for part in parts:
+        s = part.result.stats
         counts.update(s["instruction_counts"])
         by_path.update(s["bytes_by_path"])
         for buf, n in s["peak_bytes"].items():
@@ -117,9 +193,10 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
              "instruction_counts": dict(sorted(counts.items())),
              "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,
              "peak_bytes_per_core": per_core_peak,
-             "kernels": [_kernel_entry(name, r) for name, r in parts],
-             "wall_seconds": {"total": sum(r.stats["wall_seconds"]["total"] for _, r in parts)}}
-    if parts and "per_core" in parts[0][1].stats:
+             "kernels": [_kernel_entry(part) for part in parts],
+             "wall_seconds": {"total": sum(p.result.stats["wall_seconds"]["total"]
+                                           for p in parts)}}
+    if parts and "per_core" in parts[0].result.stats:
         stats.update(_merged_utilisation(parts, cycles))
         stats["gm"] = dict(gm)
     if tracer is not None:
@@ -129,9 +206,18 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
     return stats
 
 
-def _kernel_entry(name: str, r) -> dict:
-    entry = {"name": name, "cores": r.stats["cores"], "cycles": r.cycles,
-             "instructions": r.stats["instructions"]}
+def _kernel_entry(part: KernelRun) -> dict:
+    """A kernel's figures: ``cycles`` is its task duration (``launch_cycles`` of start-up
+    and ``body_cycles`` of its own run, which include the tiling read), ``wait_cycles`` the
+    stream's gap before it, ``start_cycle`` where its task starts in the operator's run."""
+    r = part.result
+    entry = {"name": part.name, "op_type": part.op_type, "task_type": part.task_type,
+             "cores": r.stats["cores"], "blocks": part.blocks, "cycles": part.cycles,
+             "launch_cycles": part.launch_cycles, "body_cycles": r.cycles,
+             "wait_cycles": part.wait_cycles, "tiling_bytes": part.tiling_bytes,
+             "start_cycle": part.start_cycle, "instructions": r.stats["instructions"],
+             "atomic_add_bytes": sum(n for path, n in r.stats["bytes_by_path"].items()
+                                     if "atomic add" in path)}
     if "peak_live_bytes" in r.stats:
         entry["peak_live_bytes"] = r.stats["peak_live_bytes"]
     return entry
@@ -139,8 +225,8 @@ def _kernel_entry(name: str, r) -> dict:
 
 def _merged_utilisation(parts, cycles: int) -> dict:
     busy: dict[str, Counter] = {}
-    for _name, r in parts:
-        for label, pipes in r.stats["per_core"].items():
+    for part in parts:
+        for label, pipes in part.result.stats["per_core"].items():
             mine = busy.setdefault(label, Counter())
             for pipe, figures in pipes.items():
                 mine[pipe] += figures["busy_cycles"]

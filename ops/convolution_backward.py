@@ -8,6 +8,16 @@ NCHW; the dw cube kernel into an fp32 workspace (atomic adds, or per-part slots 
 vector reduction when ``deterministic``), TransData+Cast back to the weight's layout and dtype;
 the gradBias ReduceSum kernel (``ops/conv_vector.py``). All of them are charged in the timing.
 
+Kernels in ``stats["kernels"]`` in launch order, by ``op_type`` (msprof's OP Type; ``name``
+adds the tensor, e.g. ``TransData(gradOutput.5hd)``): [Contiguous per strided input],
+TransData (gradOutput), then for gradInput TransData (weight), the dx kernel (Conv2DBackpropInput
+for 1D/2D, Conv3DBackpropInputV2 for 3D; Conv2D / Conv3DV2 when ``transposed``), TransData
+(gradInput); for gradWeight TransData (input), [MemSet of the fp32 workspace when the 2D TBE dw
+kernel adds atomically: ``dw_k_parts > 1``, not deterministic], the dw kernel
+(Conv2DBackpropFilter for 1D/2D, Conv3DBackpropFilterV2 for 3D and for a deterministic dw on
+Atlas A2), [ReduceDwPartials when deterministic: npusim's separate vector reduction, inside
+the dw kernel on the chip], TransData (gradWeight); for gradBias ReduceSum.
+
 cubeMathType picks the cube's dtype (seed; kernels.md §2(a)): on Atlas A2 fp32 inputs run in
 fp32 (0), HF32 (1 or 3, SetHF32Mode) or fp16 (2), bf16 in bf16 (2 is an error); on Atlas
 training fp32 inputs run in fp16 (1 or 2; 0 and 3 are errors). Mixed input dtypes are promoted
@@ -27,6 +37,7 @@ from npusim.ops.conv_cube import DwKernel, DxKernel
 from npusim.ops.conv_geometry import dw_problem, dx_problem
 from npusim.ops.conv_tiling import conv_tiling, dw_block_grid, dw_l1_bytes, dx_l1_bytes
 from npusim.ops.conv_vector import BiasGradKernel, PartialSumKernel
+from npusim.ops.memset import launch_memset
 from npusim.ops.transdata import (
     plan_dw_out,
     plan_from_nd,
@@ -114,7 +125,7 @@ class _Ctx:
         hw = p.out_dhw[1] * p.out_dhw[2]
         nd = self.tensor("gradInput.nd", s.dx_dtype, p.n * p.groups * p.out_dhw[0] * hw * n16)
         l1_a, l1_b = dx_l1_bytes(p, t, self.c0, self.cd.itemsize)
-        run.launch(DxKernel, block_dim=t.dx_block_dim, name="Conv2DBackpropInput",
+        run.launch(DxKernel, block_dim=t.dx_block_dim, name=op_types(s, t, run.chip)[0],
                    args=dict(dy5=dy5, wb=wb, out=nd, prob=p, tiling=t, cd=self.cd,
                              out_dtype=np.dtype(s.dx_dtype), l1_a=l1_a, l1_b=l1_b,
                              hf32=s.hf32))
@@ -149,8 +160,11 @@ class _Ctx:
         per = p.groups * p.kdhw[0] * mr * ncols
         slots = t.dw_k_parts if t.deterministic else 1
         ws = self.tensor("gradWeight.fz", "float32", slots * per)
+        dw_type = op_types(s, t, run.chip)[1]
+        if t.dw_k_parts > 1 and not t.deterministic and dw_type == "Conv2DBackpropFilter":
+            launch_memset(run, ws, per)   # the TBE kernel atomically adds into ws
         l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
-        run.launch(DwKernel, block_dim=t.dw_block_dim, name="Conv2DBackpropFilter",
+        run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type,
                    args=dict(grad5=grad5, feat5=feat5, ws=ws, prob=p, tiling=t, cd=self.cd,
                              l1_a=l1_a, l1_b=l1_b, hf32=s.hf32,
                              blocks=dw_block_grid(p, t, self.c0)))
@@ -176,6 +190,19 @@ class _Ctx:
                        args=dict(dy=self.dy, db=db, n=s.n, channels=s.cout,
                                  positions=positions, tile=bias_tile(t, positions)))
         return (db, (s.cout,))
+
+
+def op_types(spec, t, chip) -> tuple[str, str]:
+    """(dx, dw) kernels' op types as CANN names them (kernels.md §2(b)): 1D runs as 2D; 3D
+    runs the Ascend C V2 kernels; A2 routes a deterministic dw to Conv3DBackpropFilterV2; the
+    dx of a transposed convolution is a forward convolution."""
+    three_d = spec.input.ndim == 5
+    if spec.transposed:
+        dx = "Conv3DV2" if three_d else "Conv2D"
+    else:
+        dx = "Conv3DBackpropInputV2" if three_d else "Conv2DBackpropInput"
+    v2 = three_d or (t.deterministic and chip.separated)
+    return dx, ("Conv3DBackpropFilterV2" if v2 else "Conv2DBackpropFilter")
 
 
 def bias_tile(t, positions: int) -> int:

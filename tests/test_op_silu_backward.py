@@ -92,7 +92,8 @@ def test_non_contiguous_inputs_are_copied_by_a_kernel(chip_name, make):
     assert names[-1] == "SiluGrad" and any(n.startswith("Contiguous") for n in names)
     plain = ops.silu_backward(np.ascontiguousarray(dy), np.ascontiguousarray(x), chip=chip_name)
     assert r.cycles > plain.cycles
-    assert r.cycles == sum(k["cycles"] for k in r.stats["kernels"])
+    gaps = r.chip.kernel_gap_cycles * (len(r.stats["kernels"]) - 1)   # the stream's gaps
+    assert r.cycles == sum(k["cycles"] for k in r.stats["kernels"]) + gaps
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0, 2), (0, 0)])
