@@ -15,6 +15,9 @@ mask x weight meet in a workspace of align32(cores x 4) bytes after SyncAll and 
 reduces them in the same order; ``Result.workspace_bytes`` reports it (CANN's system
 workspace is not modelled). A mean with every row ignored divides by 0 (inf/NaN rows), as
 CANN's kernel does.
+
+Kernels (``stats["kernels"]`` op_type, launch order): [Contiguous per strided input],
+CrossEntropyLossGrad. No MemSet: no output or workspace is added into atomically.
 """
 
 import numpy as np

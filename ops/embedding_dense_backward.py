@@ -20,6 +20,15 @@ sums of one row from several cores with GM atomics in simulated-time order, so "
 atomic output (the golden adds them in core order, as the functional mode does).
 
 numerics=False is refused: the kernels read the indices into their control flow.
+
+Kernels (``stats["kernels"]`` op_type, launch order): ZerosLike (out), [Contiguous], [Cast
+(grad)], [Cast (indices)], then A2: [ZerosLike (counts) with scale], Sort (``sorted`` /
+``deterministic``; several Sort kernels when the indices exceed one chunk) and
+EmbeddingDenseGradV2, or EmbeddingDenseGradV2 alone (``small_dim``), [EmbeddingDenseGradV2Scale
+with scale]; Atlas training: EmbeddingDenseGrad; last [Cast (out)] for a 16-bit grad. The
+atomic-add kernels come after the ZerosLike of what they add into (``atomic_add_bytes``). On the
+chip the scale pass and the counts' zeroing are inside EmbeddingDenseGradV2 (its tiling keys
+and InitOutput), so a correlator adds those two rows to it.
 """
 
 import numpy as np

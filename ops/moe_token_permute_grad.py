@@ -10,6 +10,9 @@ core owns a block of tokens), summed in the fixed k order: bit-exact, no atomic 
 kernel and its tiling are in ``ops/moe_permute_grad_kernel.py`` and
 ``ops/moe_permute_grad_tiling.py``.
 
+Kernels (``stats["kernels"]`` op_type, launch order): [Contiguous per strided input],
+MoeTokenPermuteGrad (none when tokens or hidden is 0).
+
 Modelled beyond the kernel: the Contiguous copy of a non-contiguous input. Not modelled: the
 system workspace aclnn reserves (reported as 0 bytes), paddedMode=true (the seed refuses it).
 """

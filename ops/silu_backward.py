@@ -6,6 +6,8 @@ core walks its share in UB tiles, double-buffered when it has more than two tile
 in fp32: cast in (fp16/bf16), Muls(-1), Exp, Adds(1), Duplicate(1), Div, Sub, Mul, Adds(1), Mul,
 Mul, cast out with rounding to nearest even. The shipped TBE kernel of CANN has the same chain
 and pipes per tile; its auto-scheduled tile sizes differ and are not modelled.
+
+Kernels (``stats["kernels"]`` op_type, launch order): [Contiguous per strided input], SiluGrad.
 """
 
 from dataclasses import dataclass
