@@ -1,4 +1,5 @@
-"""The ``npusim`` command: chips, run, compare, sweep, predict, demo, bench.
+"""The ``npusim`` command: chips, run, compare, sweep, predict, validate, correlate, demo,
+bench.
 
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
@@ -19,6 +20,8 @@ EXAMPLES = """examples:
   npusim compare silu_backward --dtype bfloat16
   npusim sweep silu_backward --tiling tile_length=pow2:1024:8192 --tiling buffer_num=1,2 --out sw
   npusim predict resnet50-backward --out resnet50
+  npusim validate --skip-slow --out validation
+  npusim correlate op_summary_0_1.csv --chip atlas-a2 --out correlation
   npusim demo --out npusim-demo
 """
 
@@ -81,6 +84,33 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
     p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
     p.set_defaults(func=_predict)
+    p = sub.add_parser("validate", help="predictions against published hardware "
+                       "measurements", description="Run every row of the validation table "
+                       "(published Ascend measurements: npusim/studies/validation.toml) "
+                       "timing-only and print each row's measured and predicted time, error "
+                       "and tolerance, and the mean absolute error.")
+    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    p.add_argument("--skip-slow", action="store_true",
+                   help="leave out the rows marked slow (the 6144^3 and 8192^3 GEMMs)")
+    p.add_argument("--table", metavar="FILE", help="another table of the same form")
+    p.add_argument("--out", metavar="DIR", help="write validation.md, validation.csv, "
+                   "validation.json and validation.png (predicted against measured) to DIR")
+    p.set_defaults(func=_validate)
+    p = sub.add_parser("correlate", help="npusim against an msprof op_summary CSV from "
+                       "real hardware", description="Run every row of an msprof op_summary "
+                       "CSV whose operator npusim models (SiluGrad, Conv2D/3D backprop "
+                       "input and filter, CrossEntropyLossGrad, EmbeddingDenseGrad, "
+                       "MoeTokenPermuteGrad) timing-only on CHIP and compare each with its "
+                       "Task Duration; rows it cannot model are listed with the reason.")
+    p.add_argument("csv", metavar="OP_SUMMARY.csv", help="an msprof op_summary_*.csv")
+    p.add_argument("--chip", default="atlas-a2", help="the chip model the CSV was measured "
+                   "on (default atlas-a2; see npusim chips)")
+    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    p.add_argument("--out", metavar="DIR", help="write correlate.md, correlate.csv, "
+                   "correlate.json and correlate.png (predicted against measured) to DIR")
+    p.set_defaults(func=_correlate)
     p = sub.add_parser("demo", help="every operator on both chips: a Markdown report",
                        description="Run every operator on atlas-training and atlas-a2 at "
                                    "moderate sizes and write a Markdown report with tables "
@@ -230,6 +260,63 @@ def _predict(args) -> int:
     print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(chips)}")
     print("\n".join(line.replace("**", "") for line in headline(result)))
     print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0
+
+
+def _validate(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim.outdir import OutputDir
+    from npusim.progress import Bar
+    from npusim.studies.executor import connect, default_jobs
+    from npusim.studies.validate import load_table, validate
+    from npusim.studies.validate_report import text_lines, write_validation
+
+    rows = load_table(args.table)
+    client = connect(args.scheduler) if args.scheduler else None
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
+        bar = Bar(len(todo), 0, label="validate")
+        try:
+            result = validate(rows, jobs=args.jobs or default_jobs(), scheduler=client,
+                              slow=not args.skip_slow, on_record=lambda i, r: bar.step())
+        finally:
+            bar.close()
+            if client is not None:
+                client.close()
+        print("\n".join(text_lines(result)))
+        names = write_validation(result, out) if out is not None else []
+    if out is not None:
+        print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0
+
+
+def _correlate(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim.chip import load_chip
+    from npusim.outdir import OutputDir
+    from npusim.progress import Bar
+    from npusim.studies.correlate import correlate, plan, read_csv
+    from npusim.studies.executor import connect, default_jobs
+    from npusim.studies.validate_report import correlate_text, write_correlation
+
+    chip = load_chip(args.chip)
+    rows = read_csv(args.csv)
+    client = connect(args.scheduler) if args.scheduler else None
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        bar = Bar(len(plan(rows, chip.name)[1]), 0, label="correlate")
+        try:
+            result = correlate(args.csv, chip.name, jobs=args.jobs or default_jobs(),
+                               scheduler=client, rows=rows, on_record=lambda i, r: bar.step())
+        finally:
+            bar.close()
+            if client is not None:
+                client.close()
+        print("\n".join(correlate_text(result)))
+        names = write_correlation(result, out) if out is not None else []
+    if out is not None:
+        print(f"wrote {', '.join(names)} to {out.shown}")
     return 0
 
 

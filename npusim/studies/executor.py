@@ -31,7 +31,8 @@ def run_point(point: dict) -> dict:
     t0 = time.perf_counter()
     record = {"tiling": point.get("tiling") or {}, "status": "ok", "error": "", "cycles": None,
               "time_us": None, "roofline_ratio": None, "busy": {}, "peak_bytes": {},
-              "numerics": bool(point.get("numerics")), "check": "", "effective_tiling": {}}
+              "numerics": bool(point.get("numerics")), "check": "", "effective_tiling": {},
+              "kernels": [], "instruction_counts": {}}
     try:
         run = _run(point, record)
         _fill(record, run, point)
@@ -71,7 +72,10 @@ def _fill(record: dict, run, point: dict) -> None:
                   flops=float(m["flops"]),
                   busy={p: round(u, 4) for p, u in m["pipe_utilisation"].items()},
                   peak_bytes=dict(m["peak_live_bytes"]),
-                  effective_tiling=tiling_dict(run.result.tiling))
+                  effective_tiling=tiling_dict(run.result.tiling),
+                  kernels=[{"name": k["name"], "cores": k["cores"], "cycles": int(k["cycles"])}
+                           for k in run.result.stats.get("kernels", [])],
+                  instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))
     if point.get("check"):
         record["check"] = "; ".join(f"{name}: {text}" for name, _, text in run.checks)
         if not run.ok:

@@ -1,0 +1,190 @@
+"""Predictions held against published hardware measurements: the validation table.
+
+Each row of ``validation.toml`` (beside this module) is a public measurement of an Ascend chip
+(source, chip, shape, dtype, what was timed and how) and the npusim case that reproduces it.
+``validate`` turns the rows into points (one per distinct case: two measurements of the same
+GEMM share a run), runs them timing-only on the study executor and gives each row
+
+- the measured time: the published time, or ``work / rate`` for a published rate (TFLOPS,
+  TB/s); for a vector-rate row, the vector element operations the kernel issues over the rate;
+- the predicted time: the named kernel's cycles (``compare = "kernel"``) or the op's, over the
+  chip model's clock; the op's whole time is kept beside it;
+- the error ``predicted / measured - 1`` and whether it is within the row's tolerance.
+
+The table's mean absolute error is over the rows that ran. What is not modelled: host launch
+gaps in host-timed rows (torch.mm's event timing), and every difference between the measured
+kernel and npusim's (a GEMM row runs npusim's convolution gradInput kernel; see the table).
+"""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npusim.errors import NpusimError
+from npusim.studies.executor import run_points
+
+TABLE = Path(__file__).with_name("validation.toml")
+UNITS = {"us": 1.0, "TFLOPS": 1e12, "TB/s": 1e12}
+RATES = ("work", "vector_ops")
+VECTOR_OPS = {"abs", "add", "adds", "block_reduce_max", "block_reduce_sum", "brcb", "cast",
+              "compare", "div", "duplicate", "exp", "gather", "ln", "max", "maxs", "min",
+              "mins", "mul", "muls", "reciprocal", "reduce_max", "reduce_sum", "relu",
+              "select", "sort", "sqrt", "sub", "whole_reduce_sum"}   # PIPE-V compute
+REQUIRED = ("id", "measurement", "source", "url", "chip", "model", "timed", "value", "unit",
+            "op", "shape", "dtype", "compare", "tolerance", "covers", "note")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One published measurement and the npusim case that reproduces it."""
+
+    id: str
+    measurement: str
+    source: str
+    url: str
+    chip: str
+    model: str
+    timed: str
+    value: float
+    unit: str
+    op: str
+    shape: tuple
+    dtype: str
+    compare: str
+    tolerance: float
+    covers: str
+    note: str
+    work: float = 0.0
+    params: dict = field(default_factory=dict)
+    kernel: str = ""
+    rate: str = "work"
+    slow: bool = False
+
+    def point(self) -> dict:
+        return {"op": self.op, "chip": self.model, "shape": list(self.shape),
+                "dtype": self.dtype, "params": dict(self.params), "tiling": None,
+                "numerics": False, "check": False, "seed": 0}
+
+    def key(self) -> tuple:
+        return (self.op, self.model, tuple(self.shape), self.dtype,
+                tuple(sorted(self.params.items())))
+
+
+def load_table(path=None) -> list:
+    """The rows of the validation table (``path``: another TOML file of the same form)."""
+    path = Path(path) if path else TABLE
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NpusimError(f"validation table {path}: {' '.join(str(exc).split())}") from None
+    rows = [_row(entry, i, path) for i, entry in enumerate(raw.get("row", []), 1)]
+    if not rows:
+        raise NpusimError(f"validation table {path}: no [[row]] entries")
+    ids = [r.id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise NpusimError(f"validation table {path}: row ids repeat")
+    return rows
+
+
+def _row(entry: dict, i: int, path) -> Row:
+    missing = [k for k in REQUIRED if k not in entry]
+    if missing:
+        raise NpusimError(f"validation table {path}: row {i} lacks {', '.join(missing)}")
+    if entry["unit"] not in UNITS or entry.get("rate", "work") not in RATES:
+        raise NpusimError(f"validation table {path}: row {entry['id']}: unit "
+                          f"{entry['unit']!r} (allowed {', '.join(UNITS)}) or rate "
+                          f"{entry.get('rate')!r} (allowed {', '.join(RATES)})")
+    if entry["compare"] == "kernel" and not entry.get("kernel"):
+        raise NpusimError(f"validation table {path}: row {entry['id']}: compare = \"kernel\" "
+                          "needs kernel = the kernel's name")
+    known = set(Row.__dataclass_fields__)
+    values = {k: v for k, v in entry.items() if k in known}
+    values["shape"] = tuple(entry["shape"])
+    values["params"] = {k: str(v) for k, v in entry.get("params", {}).items()}
+    return Row(**values)
+
+
+def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
+             on_record=None) -> dict:
+    """{"rows": one result dict per row, "mae": mean |error| over the rows that ran,
+    "within": rows within tolerance, "ran": rows that ran}. ``slow=False`` leaves the rows
+    marked slow out (listed with status "skipped")."""
+    rows = load_table() if rows is None else rows
+    todo = [r for r in rows if slow or not r.slow]
+    keys = list(dict.fromkeys(r.key() for r in todo))
+    first = {r.key(): r for r in reversed(todo)}
+    records = run_points([first[k].point() for k in keys], jobs=jobs, scheduler=scheduler,
+                         on_record=on_record)
+    by_key = dict(zip(keys, records, strict=True))
+    results = [result(r, by_key.get(r.key())) for r in rows]
+    ran = [x for x in results if x["status"] == "ok"]
+    mae = sum(abs(x["error"]) for x in ran) / len(ran) if ran else 0.0
+    return {"rows": results, "mae": mae, "ran": len(ran),
+            "within": sum(x["within"] for x in ran)}
+
+
+def result(row: Row, record) -> dict:
+    """One row's comparison from its point's record (None: the row was skipped)."""
+    out = {"id": row.id, "row": row, "status": "skipped", "measured_us": None,
+           "predicted_us": None, "op_us": None, "error": None, "within": False, "why": ""}
+    if record is None:
+        return {**out, "why": "marked slow: " + row.note}
+    if record["status"] != "ok":
+        return {**out, "status": record["status"], "why": record["error"]}
+    from npusim.chip import load_chip
+
+    clock = load_chip(row.model).clock_hz
+    kernel_cycles = _kernel_cycles(row, record)
+    if kernel_cycles is None:
+        names = ", ".join(k["name"] for k in record["kernels"]) or "none"
+        return {**out, "status": "error",
+                "why": f"the op ran no kernel named {row.kernel} (kernels: {names})"}
+    predicted = kernel_cycles / clock * 1e6
+    measured = measured_us(row, record)
+    error = predicted / measured - 1.0
+    return {**out, "status": "ok", "measured_us": measured, "predicted_us": predicted,
+            "op_us": record["time_us"], "error": error,
+            "within": abs(error) <= row.tolerance, "kernels": record["kernels"]}
+
+
+def _kernel_cycles(row: Row, record: dict):
+    if row.compare == "op":
+        return record["cycles"]
+    found = [k["cycles"] for k in record["kernels"] if k["name"] == row.kernel]
+    return sum(found) if found else None
+
+
+def measured_us(row: Row, record: dict) -> float:
+    """The published figure as a time in microseconds."""
+    if row.unit == "us":
+        return row.value
+    work = vector_ops(record) if row.rate == "vector_ops" else row.work
+    return work / (row.value * UNITS[row.unit]) * 1e6
+
+
+def vector_ops(record: dict) -> float:
+    """Vector element operations the kernel issued: every vector compute instruction
+    (``VECTOR_OPS``; moves, flags and cube work are not) over one UB tile of
+    ``tile_length`` elements, as SiluGrad issues them (the last, shorter tile counted whole:
+    under one tile in thousands)."""
+    tile = record["effective_tiling"].get("tile_length")
+    if not tile:
+        raise NpusimError("a vector-rate row needs a kernel with a tile_length tiling field")
+    count = sum(n for name, n in record["instruction_counts"].items()
+                if name in VECTOR_OPS)
+    return float(count) * tile
+
+
+def measured_fraction(row: Row) -> float:
+    """The measured rate as a fraction of the chip model's peak for what the row covers
+    (cube: its dtype's cube peak; hbm: the GM bandwidth); 0 for other rows."""
+    from npusim.chip import load_chip
+
+    chip = load_chip(row.model)
+    if row.covers == "cube" and row.work:
+        dtype = row.dtype if row.dtype in chip.input_dtypes else "float16"
+        tflops = row.value * 1e12 if row.unit == "TFLOPS" else row.work / (row.value * 1e-6)
+        return tflops / chip.peak_flops(dtype)
+    if row.covers == "hbm" and row.unit == "TB/s":
+        return row.value * 1e12 / chip.hbm_bytes_per_s
+    return 0.0

@@ -1,0 +1,188 @@
+"""The validation table and the msprof correlation as text, Markdown, CSV, JSON and a plot.
+
+``table_rows`` and ``text_lines`` make the validation table ``npusim validate`` prints;
+``write_validation`` writes validation.md, validation.csv, validation.json and validation.png
+into an ``OutputDir``. ``scatter`` draws predicted against measured times on log-log axes with
+the y = x line and a +-20% band; ``npusim correlate`` uses it too.
+"""
+
+import csv
+import json
+
+BAND = 0.2   # the plot's band: the +-20% aimed at for device-timed kernels
+
+HEAD = ("row", "chip (model)", "measured", "timed", "measured us", "predicted us", "op us",
+        "error", "tolerance", "within")
+
+
+def _us(x) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def table_rows(result: dict) -> list:
+    """One list of text cells per row (HEAD's columns)."""
+    out = []
+    for x in result["rows"]:
+        r = x["row"]
+        ok = x["status"] == "ok"
+        out.append([r.id, f"{r.chip} ({r.model})", r.measurement, r.timed,
+                    _us(x["measured_us"]), _us(x["predicted_us"]), _us(x["op_us"]),
+                    f"{x['error']:+.1%}" if ok else x["status"], f"+-{r.tolerance:.0%}",
+                    ("yes" if x["within"] else "NO") if ok else "-"])
+    return out
+
+
+def summary(result: dict) -> str:
+    return (f"{result['ran']} rows ran, {result['within']} within tolerance; mean absolute "
+            f"error {result['mae']:.1%}")
+
+
+def text_lines(result: dict) -> list:
+    """The table as aligned text: the short columns, then each row's measurement."""
+    cols = (0, 1, 4, 5, 6, 7, 8, 9)
+    cells = [[c[0], x["row"].model, *c[2:]] for c, x in zip(table_rows(result),
+                                                              result["rows"], strict=True)]
+    rows = [["row", "model", *(HEAD[i] for i in cols[2:])]] + [[c[i] for i in cols]
+                                                                 for c in cells]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+             for r in rows]
+    lines.append(summary(result))
+    lines += [f"  {x['id']}: {x['why']}" for x in result["rows"] if x["status"] != "ok"]
+    return lines
+
+
+def markdown(result: dict) -> str:
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * 4 + "---:|" * 6]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
+              for cells in table_rows(result)]
+    lines += ["", summary(result) + ".", "", "Sources and notes:", ""]
+    lines += [f"- **{x['row'].id}**: {x['row'].source}, <{x['row'].url}>. {x['row'].note}"
+              + (f" ({x['status']}: {x['why']})" if x["status"] != "ok" else "")
+              for x in result["rows"]]
+    return "\n".join(lines) + "\n"
+
+
+def records(result: dict) -> list:
+    """The rows as JSON-ready dicts."""
+    out = []
+    for x in result["rows"]:
+        r = x["row"]
+        out.append({"id": r.id, "measurement": r.measurement, "source": r.source,
+                    "url": r.url, "chip": r.chip, "model": r.model, "timed": r.timed,
+                    "value": r.value, "unit": r.unit, "op": r.op, "shape": list(r.shape),
+                    "dtype": r.dtype, "params": r.params, "compare": r.compare,
+                    "kernel": r.kernel, "tolerance": r.tolerance, "status": x["status"],
+                    "measured_us": x["measured_us"], "predicted_us": x["predicted_us"],
+                    "op_us": x["op_us"], "error": x["error"], "within": x["within"],
+                    "why": x["why"]})
+    return out
+
+
+def write_validation(result: dict, out) -> list:
+    """validation.md, .csv, .json and .png into ``out`` (an OutputDir); the names written."""
+    with open(out.file("validation.md"), "w", encoding="utf-8") as f:
+        f.write("# npusim against published measurements\n\n" + markdown(result))
+    data = records(result)
+    with open(out.file("validation.csv"), "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(data[0]))
+        writer.writeheader()
+        writer.writerows({**d, "shape": "x".join(map(str, d["shape"])),
+                          "params": json.dumps(d["params"])} for d in data)
+    with open(out.file("validation.json"), "w", encoding="utf-8") as f:
+        json.dump({"rows": data, "mae": result["mae"], "ran": result["ran"],
+                   "within": result["within"]}, f, indent=1)
+        f.write("\n")
+    points = [(x["measured_us"], x["predicted_us"], x["id"]) for x in result["rows"]
+              if x["status"] == "ok"]
+    scatter(points, out.file("validation.png"), "npusim against published measurements")
+    return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+
+
+def scatter(points: list, path, title: str) -> str:
+    """Predicted against measured (us), log-log, each point labelled; y = x and +-BAND."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from npusim.plot import _save
+
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    values = [v for m, p, _ in points for v in (m, p) if v and v > 0] or [1.0, 10.0]
+    lo, hi = min(values) / 2, max(values) * 2
+    line = [lo, hi]
+    ax.plot(line, line, color="black", lw=1, label="predicted = measured")
+    ax.fill_between(line, [v * (1 - BAND) for v in line], [v * (1 + BAND) for v in line],
+                    color="C2", alpha=0.15, label=f"+-{BAND:.0%}")
+    for i, (m, p, label) in enumerate(points):
+        ax.scatter([m], [p], color=f"C{i % 10}", s=22, zorder=3)
+        ax.annotate(label, (m, p), fontsize=6, xytext=(4, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured on hardware (us)")
+    ax.set_ylabel("predicted by npusim (us)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)
+
+
+# --- npusim correlate ------------------------------------------------------------------------
+
+CORRELATE_HEAD = ("line", "OP Type", "Op Name", "npusim call", "measured us", "predicted us",
+                  "error", "compared with")
+
+
+def correlate_rows(result: dict) -> list:
+    """Text cells per modelled CSV row (CORRELATE_HEAD's columns)."""
+    return [[str(r["line"]), r["op_type"], r["name"] or "-", r["call"],
+             _us(r["measured_us"]), _us(r["predicted_us"]), f"{r['error']:+.1%}",
+             r["compared"] + (f"; {r['note']}" if r["note"] else "")]
+            for r in result["rows"] if r["status"] == "ok"]
+
+
+def correlate_summary(result: dict) -> list:
+    lines = [f"{result['ran']} rows run on {result['chip']}: mean absolute error "
+             f"{result['mae']:.1%}, mean error {result['mean_error']:+.1%}"
+             if result["ran"] else f"no row of {result['path']} is one npusim models"]
+    skipped = [r for r in result["rows"] if r["status"] != "ok"]
+    if skipped:
+        lines.append(f"{len(skipped)} rows not run:")
+        lines += [f"  line {r['line']} {r['op_type'] or '-'}: {r['status']}: {r['why']}"
+                  for r in skipped]
+    return lines
+
+
+def correlate_text(result: dict) -> list:
+    rows = [list(CORRELATE_HEAD)] + correlate_rows(result)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(CORRELATE_HEAD))]
+    lines = ["  ".join(c.rjust(w) if 4 <= i <= 6 else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+             for r in rows] if len(rows) > 1 else []
+    return lines + correlate_summary(result)
+
+
+def write_correlation(result: dict, out) -> list:
+    """correlate.md, .csv, .json and .png into ``out``; the names written."""
+    table = ["| " + " | ".join(CORRELATE_HEAD) + " |", "|" + "---|" * 4 + "---:|" * 3 + "---|"]
+    table += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |"
+              for r in correlate_rows(result)]
+    with open(out.file("correlate.md"), "w", encoding="utf-8") as f:
+        f.write(f"# npusim against {result['path']} ({result['chip']})\n\n"
+                + "\n".join(table + [""] + correlate_summary(result)) + "\n")
+    fields = ("line", "op_type", "name", "status", "call", "measured_us", "predicted_us",
+              "error", "compared", "note", "why")
+    with open(out.file("correlate.csv"), "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({k: r.get(k, "") for k in fields} for r in result["rows"])
+    with open(out.file("correlate.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, default=str)
+        f.write("\n")
+    points = [(r["measured_us"], r["predicted_us"], f"{r['line']} {r['op_type']}")
+              for r in result["rows"] if r["status"] == "ok"]
+    scatter(points, out.file("correlate.png"), f"npusim against msprof ({result['chip']})")
+    return ["correlate.md", "correlate.csv", "correlate.json", "correlate.png"]

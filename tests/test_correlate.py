@@ -1,0 +1,140 @@
+"""npusim correlate: the shipped example CSV, and malformed CSVs (one-line errors, listed rows,
+no half-written files)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from npusim.cli import main
+from npusim.errors import NpusimError
+from npusim.studies import correlate as corr
+
+EXAMPLE = Path(corr.__file__).with_name("examples") / "op_summary_published.csv"
+HEADER = ("Op Name,OP Type,Task Duration(us),Input Shapes,Input Data Types,Input Formats,"
+          "Output Shapes")
+
+
+def write(tmp_path, text, name="op.csv", mode="w"):
+    path = tmp_path / name
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("npusim: error:") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_example_csv_runs_each_modelled_row_against_its_kernel(tmp_path, capsys):
+    out = tmp_path / "corr"
+    assert main(["correlate", str(EXAMPLE), "--chip", "atlas-a2", "--jobs", "1",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "mean absolute error" in text and "npusim does not model MatMulV2" in text
+    data = json.loads((out / "correlate.json").read_text())
+    ran = [r for r in data["rows"] if r["status"] == "ok"]
+    assert [r["op_type"] for r in ran] == ["Conv2DBackpropInput", "Conv2DBackpropInput",
+                                           "SiluGrad"]
+    for r in ran:   # the compute kernel, not the TransData kernels around it
+        assert r["compared"] == f"kernel {r['op_type']}"
+        assert abs(r["error"]) < 1.0, r     # same order of magnitude as the hardware
+    assert "stride 1,1, padding 0,0 inferred" in ran[0]["note"]
+    assert sorted(os.listdir(out)) == ["correlate.csv", "correlate.json", "correlate.md",
+                                       "correlate.png"]
+    assert data["mae"] == pytest.approx(sum(abs(r["error"]) for r in ran) / 3)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "missing columns"),
+    ("a,b,c\n1,2,3\n", "missing columns 'OP Type'"),
+    ("OP Type,Input Shapes,Input Data Types\nSiluGrad,\"1,2\",FLOAT16\n",
+     "missing column 'Task Duration(us)'"),
+    (HEADER + "\n", "no rows after the header"),
+])
+def test_csv_without_the_columns_or_rows_is_one_line(tmp_path, capsys, text, words):
+    path = write(tmp_path, text)
+    out = tmp_path / "out"
+    err = one_line_error(capsys, ["correlate", str(path), "--out", str(out)])
+    assert words in err
+    assert not out.exists()     # never a half-written folder
+
+
+def test_not_utf8_binary_and_missing_file_are_one_line(tmp_path, capsys):
+    latin = write(tmp_path, "OP Type,Task Duration(us)\nSiluGr\xe4d,1\n".encode("latin-1"),
+                  "latin.csv", "wb")
+    assert "not UTF-8" in one_line_error(capsys, ["correlate", str(latin)])
+    binary = write(tmp_path, b"\x00\x01\x02PK\x03\x04", "zip.csv", "wb")
+    assert "binary data" in one_line_error(capsys, ["correlate", str(binary)])
+    assert "cannot read" in one_line_error(capsys, ["correlate", str(tmp_path / "nope.csv")])
+    assert "atlas-nope" in one_line_error(capsys, ["correlate", str(EXAMPLE), "--chip",
+                                                   "atlas-nope"])
+
+
+def test_rows_npusim_cannot_model_are_listed_with_the_reason(tmp_path):
+    rows = [
+        'a,MatMulV2,10,"4,4;4,4",FLOAT16;FLOAT16,ND;ND,"4,4"',
+        'b,SiluGrad,10,"4,x4;4,4",FLOAT16;FLOAT16,ND;ND,"4,4"',
+        'c,SiluGrad,fast,"4,4;4,4",FLOAT16;FLOAT16,ND;ND,"4,4"',
+        'd,SiluGrad,10,"4,4;4,4",INT8;INT8,ND;ND,"4,4"',
+        'e,Conv2DBackpropInput,10,"4;64,64,3,3;8,64,56,56",INT32;FLOAT16;FLOAT16,'
+        'ND;FRACTAL_Z;NC1HWC0,"8,64,56,56"',
+        'f,Conv2DBackpropFilter,10,"8,64,56,56;4;8,32,56,56",FLOAT16;INT32;FLOAT16,'
+        'NCHW;ND;NCHW,"64,64,3,3"',
+        'g,TransData,10,"1,16,4,4",FLOAT16,NCHW,"1,1,4,4,16"',
+        ',,10,,,,',
+    ]
+    path = write(tmp_path, HEADER + "\n" + "\n".join(rows) + "\n")
+    result = corr.correlate(path, "atlas-a2")
+    why = {r["name"]: r["why"] for r in result["rows"]}
+    assert result["ran"] == 0 and result["skipped"] == len(rows)
+    assert why["a"] == "npusim does not model MatMulV2"
+    assert "shape '4,x4' does not parse" in why["b"]
+    assert "Task Duration(us) 'fast'" in why["c"]
+    assert "dtype 'int8'" in why["d"]
+    assert "5HD / fractal" in why["e"]
+    assert "do not form a convolution" in why["f"]     # weight 64 out channels, dy has 32
+    assert "inside npusim's convolution" in why["g"]
+    assert "empty OP Type" in why[""]
+
+
+def test_convolution_stride_and_padding_are_inferred_from_the_sizes():
+    assert corr.infer(224, 112, 7) == (2, 3)      # ResNet's stem
+    assert corr.infer(56, 56, 3) == (1, 1)
+    assert corr.infer(56, 28, 1) == (2, 0)
+    with pytest.raises(corr.RowError):
+        corr.infer(8, 20, 3)
+    row = {"OP Type": "Conv2DBackpropFilter", "Input Shapes": "2,8,16,16;4;2,16,8,8",
+           "Input Data Types": "DT_FLOAT16;DT_INT32;DT_FLOAT16",
+           "Input Formats": "NCHW;ND;NCHW", "Output Shapes": "16,8,3,3"}
+    op, shape, dtype, params, note = corr.call_of(row)
+    assert (op, shape, dtype) == ("convolution_backward", (2, 8, 16, 16), "float16")
+    assert params == {"weight": "16x8x3x3", "stride": "2,2", "padding": "1,1",
+                      "output_mask": "0,1,0"}
+
+
+def test_other_operators_map_to_their_cases():
+    ce = {"OP Type": "CrossEntropyLossGrad", "Input Shapes": "4096;4096,32000;4096",
+          "Input Data Types": "BF16;BF16;INT64"}
+    assert corr.call_of(ce)[:4] == ("cross_entropy_loss_grad", (4096, 32000), "bfloat16",
+                                    {"reduction": "none"})
+    emb = {"OP Type": "EmbeddingDenseGrad", "Input Shapes": "8192,1024;8192",
+           "Input Data Types": "FLOAT;INT32", "Output Shapes": "32000,1024"}
+    assert corr.call_of(emb)[:4] == ("embedding_dense_backward", (8192, 1024), "float32",
+                                     {"num_weights": "32000"})
+    moe = {"OP Type": "MoeTokenPermuteGrad", "Input Shapes": "7168,4096;8192",
+           "Input Data Types": "BF16;INT32", "Output Shapes": "1024,4096"}
+    op, shape, _, params, _ = corr.call_of(moe)
+    assert (op, shape, params["topk"]) == ("moe_token_permute_grad", (1024, 4096), "8")
+    assert float(params["drop"]) == pytest.approx(1 - 7168 / 8192)
+
+
+def test_read_csv_error_is_an_npusim_error(tmp_path):
+    with pytest.raises(NpusimError, match="missing column"):
+        corr.read_csv(write(tmp_path, "x\n1\n"))
