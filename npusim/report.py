@@ -215,7 +215,18 @@ def summary_lines(run: CaseRun) -> list:
               "  pipes       " + pipes_text(m["pipe_utilisation"]),
               "  buffers     " + buffers_text(m) + "  (peak live on one core)",
               f"  tiling      {tiling_text(r.tiling)}"]
-    return lines
+    flag = fidelity_text(run, m)
+    return lines + ([f"  fidelity    {flag}"] if flag else [])
+
+
+def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
+    """The fidelity rule's sentence for a timed run (``npusim.fidelity``), or ""."""
+    from npusim.fidelity import check
+
+    if run.error or not run.result.cycles:
+        return ""
+    m = m or metrics(run)
+    return check(run.chip.name, m["bound"], m.get("roofline_ratio", 0.0), m["bytes"])
 
 
 def _gm_text(stats: dict, memory: str = "HBM") -> str:
@@ -335,7 +346,12 @@ def compare_text(runs: list) -> list:
     lines += [f"{r.chip.name}: {r.error}" for r in runs if r.error]
     lines += [f"{r.chip.name}: {name}: {text}" for r in runs for name, ok, text in r.checks
               if not ok]
-    return lines
+    return lines + fidelity_lines(runs)
+
+
+def fidelity_lines(runs: list) -> list:
+    """'chip: fidelity: ...' for every run the fidelity rule has something to say about."""
+    return [f"{r.chip.name}: fidelity: {text}" for r in runs if (text := fidelity_text(r))]
 
 
 def compare_markdown(runs: list) -> list:
@@ -348,7 +364,8 @@ def compare_markdown(runs: list) -> list:
             cells = [f"not run: {r.error}" if r.error else c for r, c in zip(runs, cells,
                                                                              strict=True)]
         lines.append(f"| {label} | " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return lines
+    flags = fidelity_lines(runs)
+    return lines + ([""] + [f"- {line}" for line in flags] if flags else [])
 
 
 # --- chips ------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ row needs them; shapes as ``"8,64,56,56;64,64,3,3"``, one tensor per ``;``), tur
 whose operator npusim models into a point, runs the points timing-only on the study executor and
 compares each row's Task Duration with the prediction:
 
-- the kernel of the same name when the op runs several (a Conv2DBackpropInput row against
-  npusim's Conv2DBackpropInput kernel, not the TransData kernels around it), else the op;
+- the kernel of the same name (its op_type, as CANN names it) when the op runs several (a
+  Conv2DBackpropInput row against npusim's Conv2DBackpropInput kernel, not the TransData
+  kernels around it), else the op;
 - SiluGrad, Conv2DBackpropInput(V2) / Conv2DBackpropFilter(V2), Conv3DBackpropInputV2 /
   Conv3DBackpropFilterV2, CrossEntropyLossGrad, EmbeddingDenseGrad(V2), MoeTokenPermuteGrad.
 
@@ -235,7 +236,8 @@ def _compare(res: dict, record: dict, clock: float) -> None:
     if record["status"] != "ok":
         res.update(status=record["status"], why=record["error"])
         return
-    same = [k["cycles"] for k in record["kernels"] if k["name"] == res["op_type"]]
+    same = [k["cycles"] for k in record["kernels"]
+            if res["op_type"] in (k["name"], k["op_type"])]
     if same:
         predicted, what = sum(same) / clock * 1e6, f"kernel {res['op_type']}"
     else:

@@ -73,7 +73,8 @@ def _fill(record: dict, run, point: dict) -> None:
                   busy={p: round(u, 4) for p, u in m["pipe_utilisation"].items()},
                   peak_bytes=dict(m["peak_live_bytes"]),
                   effective_tiling=tiling_dict(run.result.tiling),
-                  kernels=[{"name": k["name"], "cores": k["cores"], "cycles": int(k["cycles"])}
+                  kernels=[{"name": k["name"], "op_type": k.get("op_type", k["name"]),
+                            "cores": k["cores"], "cycles": int(k["cycles"])}
                            for k in run.result.stats.get("kernels", [])],
                   instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))
     if point.get("check"):

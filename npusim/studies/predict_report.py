@@ -4,7 +4,9 @@ report.json, from ``predict``'s table.
 The report gives each chip's predicted total and the speedup of one over the other (on the
 calls both run), a table per chip (time x count, share of the total, bound, achieved against
 the roofline, busiest pipe, peak buffer use), a stacked bar of the totals, a roofline plot with
-each call as a point, one sentence per call on what limits it, and why a call did not run.
+each call as a point, one sentence per call on what limits it (with the fidelity rule's
+flag, ``npusim.fidelity``, on a call predicted closer to a peak than any measurement backs), and
+why a call did not run.
 """
 
 import base64
@@ -13,6 +15,7 @@ import io
 import json
 
 from npusim.chip import load_chip
+from npusim.fidelity import check
 
 
 def _us(x: float) -> str:
@@ -62,7 +65,9 @@ def notes(result: dict) -> list:
     for r in result["rows"]:
         label = f"call {r['call']} ({r['op']} {r['shape']}{', ' + r['note'] if r['note'] else ''})"
         if r["status"] == "ok":
-            lines.append(f"- {r['chip']}, {label}: {r['why']}")
+            flag = check(r["chip"], r["roofline"], r["roofline_ratio"], r["bytes"])
+            lines.append(f"- {r['chip']}, {label}: {r['why']}"
+                         + (f" Fidelity: {flag}." if flag else ""))
         else:
             lines.append(f"- {r['chip']}, {label}: {r['status']}: {r['why']}")
     return lines

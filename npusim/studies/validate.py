@@ -150,7 +150,7 @@ def result(row: Row, record) -> dict:
 def _kernel_cycles(row: Row, record: dict):
     if row.compare == "op":
         return record["cycles"]
-    found = [k["cycles"] for k in record["kernels"] if k["name"] == row.kernel]
+    found = [k["cycles"] for k in record["kernels"] if row.kernel in (k["name"], k["op_type"])]
     return sum(found) if found else None
 
 
