@@ -456,11 +456,12 @@ def test_pinned_cycles(chip, cycles):
 
 
 def test_time_is_linear_once_every_core_is_busy():
-    times = []
+    times = []   # the kernels' own cycles: the per-kernel fixed costs do not scale
     for tokens in (480, 960):
         grad, indices = routed(tokens, 4, 1024, bfloat16, seed=12)
-        times.append(ops.moe_token_permute_grad(grad, indices, num_topk=4, trace=False,
-                                                sanitize=False).time_us)
+        r = ops.moe_token_permute_grad(grad, indices, num_topk=4, trace=False, sanitize=False)
+        times.append(r.cycles - sum(k["launch_cycles"] + k["wait_cycles"]
+                                    for k in r.stats["kernels"]))
     assert times[1] / times[0] == pytest.approx(2.0, rel=0.08)
 
 
