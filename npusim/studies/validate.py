@@ -58,6 +58,7 @@ class Row:
     params: dict = field(default_factory=dict)
     kernel: str = ""
     rate: str = "work"
+    lane_slots: float = 1.0   # fp16 lane slots one vector element operation takes (2: fp32)
     slow: bool = False
 
     def point(self) -> dict:
@@ -158,7 +159,7 @@ def measured_us(row: Row, record: dict) -> float:
     """The published figure as a time in microseconds."""
     if row.unit == "us":
         return row.value
-    work = vector_ops(record) if row.rate == "vector_ops" else row.work
+    work = vector_ops(record) * row.lane_slots if row.rate == "vector_ops" else row.work
     return work / (row.value * UNITS[row.unit]) * 1e6
 
 
