@@ -1,0 +1,105 @@
+"""TransDataTo5HD (the vnchwconv instruction): a 16 x 16 transpose of 32-byte blocks in UB.
+
+Ascend C's ``TransDataTo5HD(dstList, srcList, params)`` takes 16 source and 16 destination UB
+addresses, each the start of a 32-byte block. For a 16-bit dtype each block holds 16 elements,
+so the sources form a 16 x 16 matrix (row i = source block i) and destination block j receives
+its column j: ``dst[j][i] = src[i][j]``. With ``repeat_times`` > 1 every source address moves on
+by ``src_rep_stride`` blocks and every destination address by ``dst_rep_stride`` blocks per
+repeat. CANN's TransData uses it to turn C rows of H*W into H*W rows of C0 (NCHW -> NC1HWC0).
+
+Modelled: the 16-bit form (fp16, bf16, int16, uint16), executed on the simulated UB bytes; all
+sources of a repeat are read before its destinations are written. Cost: the ``vnchwconv``
+entry of the chip's vector cost table, start-up (head) plus slope x ``repeat_times`` (one
+repeat moves 512 bytes). Not modelled: the 8-bit form with its high/low halves and the 32-bit
+form (an 8 x 16 transpose); they raise NpusimError.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from npusim.dtypes import name_of
+from npusim.errors import NpusimError
+
+from .base import Instr, Pipe
+
+BLOCK_BYTES = 32
+LIST_LEN = 16
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TransDataTo5HD(Instr):
+    """vnchwconv: ``dst`` and ``src`` are 16 UB tensor windows each (one per 32-byte block)."""
+
+    name: ClassVar[str] = "trans_data_to_5hd"
+    pipe: ClassVar[str] = Pipe.V
+    dst: tuple
+    src: tuple
+    repeat_times: int = 1
+    dst_rep_stride: int = 0
+    src_rep_stride: int = 0
+
+    def __post_init__(self):
+        if len(self.dst) != LIST_LEN or len(self.src) != LIST_LEN:
+            raise NpusimError(f"{self.name}: dst and src lists hold {LIST_LEN} addresses each, "
+                              f"got {len(self.dst)} and {len(self.src)}")
+        if not (isinstance(self.repeat_times, int) and self.repeat_times >= 1):
+            raise NpusimError(f"{self.name}: repeat_times = {self.repeat_times!r}: allowed an "
+                              "integer >= 1")
+        if min(self.dst_rep_stride, self.src_rep_stride) < 0:
+            raise NpusimError(f"{self.name}: negative repeat stride")
+        dtypes = {t.dtype for t in (*self.dst, *self.src)}
+        if len(dtypes) != 1 or next(iter(dtypes)).itemsize != 2:
+            raise NpusimError(f"{self.name}: only the 16-bit form is modelled; got "
+                              f"{', '.join(sorted(name_of(d) for d in dtypes))}")
+        for t, stride, what in self._operands():
+            t.check(self._span(stride), f"{self.name} {what}")
+
+    def _operands(self):
+        return ([(t, self.src_rep_stride, "read of src") for t in self.src]
+                + [(t, self.dst_rep_stride, "write of dst") for t in self.dst])
+
+    def _span(self, stride: int) -> int:
+        return ((self.repeat_times - 1) * stride + 1) * BLOCK_BYTES
+
+    def validate(self, chip) -> None:
+        if self.repeat_times > chip.max_repeat_times:
+            raise NpusimError(f"{self.name}: repeat_times = {self.repeat_times}; allowed: "
+                              f"1..{chip.max_repeat_times} on chip {chip.name!r}")
+        for t, _stride, what in self._operands():
+            if t.kind != "UB" or t.addr % BLOCK_BYTES:
+                raise NpusimError(f"{self.name}: {what} at {t.where()} must be a 32-byte "
+                                  "aligned UB address")
+        chip.vector_cost("vnchwconv", "f16")
+
+    def head(self, chip) -> float:
+        return chip.vector_cost("vnchwconv", "f16")[0]
+
+    def body(self, chip) -> float:
+        return chip.vector_cost("vnchwconv", "f16")[1] * self.repeat_times
+
+    def _blocks(self, tensor, stride: int) -> np.ndarray:
+        """Element indices (repeat, lane) of one address's blocks."""
+        return (np.arange(self.repeat_times)[:, None] * stride * LIST_LEN
+                + np.arange(LIST_LEN)[None, :])
+
+    def execute(self) -> None:
+        per = self._span(self.src_rep_stride) // 2
+        rows = np.stack([t.array(per)[self._blocks(t, self.src_rep_stride)]
+                         for t in self.src], axis=1)          # (repeat, src i, lane j)
+        per = self._span(self.dst_rep_stride) // 2
+        for j, t in enumerate(self.dst):
+            t.array(per)[self._blocks(t, self.dst_rep_stride)] = rows[:, :, j]
+
+    def reads(self) -> tuple:
+        return tuple((t.store, t.addr, t.addr + self._span(self.src_rep_stride))
+                     for t in self.src)
+
+    def writes(self) -> tuple:
+        return tuple((t.store, t.addr, t.addr + self._span(self.dst_rep_stride))
+                     for t in self.dst)
+
+    def operands(self) -> dict:
+        return {"dtype": name_of(self.src[0].dtype), "repeat_times": self.repeat_times,
+                "dst_rep_stride": self.dst_rep_stride, "src_rep_stride": self.src_rep_stride}
