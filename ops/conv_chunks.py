@@ -1,6 +1,8 @@
 """Which rows and columns of a map, and which kernel rows, one ConvolutionBackward L1 chunk
 covers: the geometry the tiling sizes L1 with and the cube kernels load by.
 
+- A dx task is ``dx_step_m`` base blocks of M (``dx_task_m``): one L1 chunk holds the map
+  rows all of them read.
 - ``narrow``: where the output has one row (1-D), a dx chunk holds only the map columns of its
   M block's outputs and a dw chunk those of its grad positions, instead of the whole row.
 - Padding beyond what LoadData3D pads (its padList entries are 8 bits) is held as zero rows /
@@ -15,6 +17,11 @@ LOAD3D_MAX_PAD = 255    # LoadData3DParamsV2 padList entries are 8 bits (isa/loa
 LOAD3D_MAX_FILTER = 255  # and filterW / filterH (the kernels do not use filterSizeW/H's +256)
 
 
+def dx_task_m(t) -> int:
+    """GEMM rows (H·W positions) of one dx task: ``dx_step_m`` base blocks."""
+    return t.base_m * t.dx_step_m
+
+
 def dx_narrow(p, t) -> bool:
     """Does the dx kernel load only the columns of each M block (``narrow``, output H = 1)?"""
     return t.narrow and p.out_dhw[1] == 1
@@ -23,7 +30,7 @@ def dx_narrow(p, t) -> bool:
 def dx_cols_out(p, t) -> int:
     """Output columns one dx L1 chunk's map columns serve."""
     w = p.out_dhw[2]
-    return min(w, t.base_m) if dx_narrow(p, t) else w
+    return min(w, dx_task_m(t)) if dx_narrow(p, t) else w
 
 
 def dw_narrow(p, t) -> bool:
@@ -41,11 +48,17 @@ def dx_pad_excess(p, t) -> tuple[int, int]:
     """(rows, columns) at most that a dx chunk's window pads beyond what LoadData3D pads:
     the kernel puts them in L1 as zeros (``conv_geometry.widen``)."""
     h, w = p.out_dhw[1:]
-    hrows = min(h, ceil_div(t.base_m, w) + 1)
+    hrows = min(h, ceil_div(dx_task_m(t), w) + 1)
     kr = min(t.dx_step_kh, p.kdhw[1])
     pads_h = pads(p.h, h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d)
     pads_w = pads(p.w, w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span - 1)
     return tuple(sum(max(0, v - LOAD3D_MAX_PAD) for v in side) for side in (pads_h, pads_w))
+
+
+def dx_zero_fill(p, t) -> bool:
+    """Is dx's A1 map built on zeros (the stride expansion of an ordinary convolution, or
+    padding beyond LoadData3D's)? Without FixPipe (Atlas training) it is built in UB."""
+    return p.h.dil > 1 or p.w.dil > 1 or any(dx_pad_excess(p, t))
 
 
 def pads(a, out: int, extent: int) -> tuple[int, int]:

@@ -32,8 +32,17 @@ zeros, or Duplicate zeros in UB on Atlas training).
 Out: FixPipe L0C -> GM with fp32 -> fp16/bf16 conversion (A2), or L0C -> UB on the vector pipe,
 a vector Cast, and MTE3 copies of each 16-column Z block (Atlas training, no FixPipe).
 
-Not modelled: CANN's iterateOrder / stepM / stepN L1 reuse of one operand across several
-base blocks, unitFlag overlap of FixPipe with the next Mmad, the bias table, the C04 layout.
+Reuse across base blocks (dx): a task is ``dx_step_m`` M base blocks (CANN's stepM): one A1
+chunk holds the map rows of all of them, each K step loads its L0B tile once for all of them,
+and L0C holds their C blocks (each leaves L0C on its own), so B comes from GM once per task
+instead of once per base block. With ``dx_b1_keep`` (CANN's B1 full load, isB1FullLoadFlag_
+of the arch22 kernel: kD = 1, all K in one chunk, one B1 buffer) the weight of an N block is
+loaded once and kept while a core's tasks stay in that group and N block; the tasks then run
+N block by N block (iterate order N outer, M inner). The K order of every C block is the same
+either way, so the outputs are bit-identical.
+
+Not modelled: stepN (the arch22 dx kernel runs stepN = 1), operand reuse in dw, L0C ping-pong
+and unitFlag overlap of FixPipe with the next Mmad, the bias table, the C04 layout.
 """
 
 from dataclasses import replace
@@ -51,7 +60,7 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div, round_up
-from npusim.ops.conv_chunks import LOAD3D_MAX_PAD, dx_narrow, dx_pad_excess
+from npusim.ops.conv_chunks import LOAD3D_MAX_PAD, dx_narrow, dx_task_m, dx_zero_fill
 from npusim.ops.conv_cube_base import FRAC, ConvCubeKernel, copy_map
 from npusim.ops.conv_cube_dw import DwKernel
 from npusim.ops.conv_geometry import widen
@@ -60,14 +69,16 @@ __all__ = ["DwKernel", "DxKernel", "row_chunks"]
 
 
 class DxKernel(ConvCubeKernel):
-    """gradInput: tasks (n, g, d, M block, N block) round-robin over the cube cores."""
+    """gradInput: tasks (n, g, d, M rows of ``dx_step_m`` base blocks, N block) round-robin
+    over the cube cores; with ``dx_b1_keep`` the tasks run (g, N block) outermost."""
 
     def init(self, dy5, wb, out, prob, tiling, cd, out_dtype, l1_a, l1_b, hf32):
         self.dy5, self.wb, self.out, self.p = dy5, wb, out, prob
         dilate = prob.h.dil > 1 or prob.w.dil > 1
-        self.zero_fill = dilate or any(dx_pad_excess(prob, tiling))   # A1 built on zeros
+        self.zero_fill = dx_zero_fill(prob, tiling)   # A1 built on zeros
         staged = self.zero_fill and not current().chip.has_fixpipe
-        self.setup(tiling, cd, out_dtype, l1_a, l1_b, Pipe.MTE3 if staged else Pipe.MTE2)
+        self.setup(tiling, cd, out_dtype, l1_a, l1_b, Pipe.MTE3 if staged else Pipe.MTE2,
+                   b1_buffers=1 if tiling.dx_b1_keep else None, c_blocks=tiling.dx_step_m)
         self.dilate, self.staged = dilate, staged
         if staged:
             self.ub = TQue(TPosition.VECIN, 1, producer=Pipe.V, consumer=Pipe.MTE3,
@@ -76,29 +87,40 @@ class DxKernel(ConvCubeKernel):
         self.k1 = ceil_div(prob.kc, self.c0)
         self.n16 = round_up(prob.nc, FRAC)
         self.hw = prob.out_dhw[1] * prob.out_dhw[2]
+        self.kept = None   # (group, first column) and the B1 tensor kept (dx_b1_keep)
         cube.set_hf32_mode(hf32)
 
     def process(self):
         t, p = self.t, self.p
-        mbs, nbs = ceil_div(self.hw, t.base_m), ceil_div(self.n16, t.dx_base_n)
-        total = p.n * p.groups * p.out_dhw[0] * mbs * nbs
-        for i in self.tasks(total):
-            rest, nb = divmod(i, nbs)
-            rest, mb = divmod(rest, mbs)
-            rest, di = divmod(rest, p.out_dhw[0])
-            n, g = divmod(rest, p.groups)
-            self.block(n, g, di, mb * t.base_m, nb * t.dx_base_n)
+        mbs, nbs = ceil_div(self.hw, dx_task_m(t)), ceil_div(self.n16, t.dx_base_n)
+        slices = p.n * p.out_dhw[0]
+        for i in self.tasks(p.groups * slices * mbs * nbs):
+            if t.dx_b1_keep:   # N block by N block: a core's next task reuses its weight
+                rest, mb = divmod(i, mbs)
+                rest, nd = divmod(rest, slices)
+                g, nb = divmod(rest, nbs)
+                n, di = divmod(nd, p.out_dhw[0])
+            else:
+                rest, nb = divmod(i, nbs)
+                rest, mb = divmod(rest, mbs)
+                rest, di = divmod(rest, p.out_dhw[0])
+                n, g = divmod(rest, p.groups)
+            self.block(n, g, di, mb * dx_task_m(t), nb * t.dx_base_n)
+        if self.kept is not None:
+            self.b1.free_tensor(self.kept[1])
 
     def block(self, n, g, di, m0, n0):
+        """One task: ``dx_step_m`` base blocks of M from position m0, N channels from n0."""
         t, p, w = self.t, self.p, self.p.out_dhw[2]
-        m, nn = min(t.base_m, self.hw - m0), min(t.dx_base_n, self.n16 - n0)
-        h0, h1 = m0 // w, (m0 + m - 1) // w + 1
-        if dx_narrow(p, t):   # one output row: the map columns of this block's outputs
-            cols, m_start = widen(p.w.rows_for(m0, m0 + m), LOAD3D_MAX_PAD), 0
+        mt, nn = min(dx_task_m(t), self.hw - m0), min(t.dx_base_n, self.n16 - n0)
+        subs = [(j, min(t.base_m, mt - j)) for j in range(0, mt, t.base_m)]
+        h0, h1 = m0 // w, (m0 + mt - 1) // w + 1
+        if dx_narrow(p, t):   # one output row: the map columns of this task's outputs
+            cols, m_start = widen(p.w.rows_for(m0, m0 + mt), LOAD3D_MAX_PAD), 0
         else:
             cols, m_start = widen(p.w.rows_for(0, w), LOAD3D_MAX_PAD), m0 - h0 * w
         parts = row_chunks(p.h, t.dx_step_kh, h0, h1)
-        c = self.co1.alloc_tensor("float32")
+        cs = [self.co1.alloc_tensor("float32") for _ in subs]
         first = True
         if parts and cols.rows:
             for kd, q in p.depth_taps(di):
@@ -106,38 +128,63 @@ class DxKernel(ConvCubeKernel):
                     kc1 = min(t.dx_step_k1, self.k1 - k1_lo)
                     for kr0, krn, rows in parts:
                         self.load_a1(n, g, q, k1_lo, kc1, rows, cols)
-                        self.load_b1(g, kd, k1_lo, kc1, n0, nn, (kr0, krn))
-                        self.chunk(c, kc1, (rows, krn), cols, m_start, m, nn, first)
+                        kept = self.b1_chunk(g, kd, k1_lo, kc1, n0, nn, (kr0, krn))
+                        self.chunk(cs, kept, kc1, (rows, krn), cols, (m_start, subs, nn),
+                                   first)
                         first = False
-        if first:
-            self.zero_block(c, m, nn)
-        dst = self.out[((n * p.groups + g) * p.out_dhw[0] + di) * self.hw * self.n16
-                       + m0 * self.n16 + n0]
-        self.copy_out(c, dst, m, nn, self.n16)
+        base = ((n * p.groups + g) * p.out_dhw[0] + di) * self.hw * self.n16
+        for c, (j, m) in zip(cs, subs, strict=True):
+            if first:
+                self.zero_block(c, m, nn)
+            self.copy_out(c, self.out[base + (m0 + j) * self.n16 + n0], m, nn, self.n16)
 
-    def chunk(self, c, kc1, rows_kh, cols, m_start, m, nn, first):
+    def b1_chunk(self, g, kd, k1_lo, kc1, n0, nn, krows):
+        """Load the chunk's weight into B1; with ``dx_b1_keep`` only when the core's previous
+        task had another group or N block, and return the kept tensor (else None: the chunk
+        dequeues it)."""
+        if not self.t.dx_b1_keep:
+            self.load_b1(g, kd, k1_lo, kc1, n0, nn, krows)
+            return None
+        if self.kept is None or self.kept[0] != (g, n0):
+            if self.kept is not None:
+                self.b1.free_tensor(self.kept[1])
+            self.load_b1(g, kd, k1_lo, kc1, n0, nn, krows)
+            self.kept = ((g, n0), self.b1.deque())
+        return self.kept[1]
+
+    def chunk(self, cs, kept, kc1, rows_kh, cols, task, first):
         """The base_k steps of one L1 chunk (``kh`` kernel rows of ``kc1`` channel blocks):
-        img2col into L0A, weight rows into L0B, Mmad."""
+        per step, the weight rows into L0B once, and for each base block of the task its
+        img2col columns into L0A and an Mmad into its own L0C block."""
         t, p, c0 = self.t, self.p, self.c0
-        a1, b1 = self.a1.deque(), self.b1.deque()
+        m_start, subs, nn = task
+        a1 = self.a1.deque()
+        b1 = kept if kept is not None else self.b1.deque()
         (rows, kh), kw = rows_kh, p.kdhw[2]
         kchunk, nb1 = kc1 * kh * kw * c0, nn // FRAC
         for k_lo in range(0, kchunk, t.base_k):
             kl = min(t.base_k, kchunk - k_lo)
-            a2 = self.a2.alloc_tensor(self.cd)
-            cube.load_data(a2, a1, cube.LoadData3DParamsV2(
-                pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi), l1_h=rows.rows,
-                l1_w=cols.rows, channel_size=kc1 * c0, k_extension=kl, m_extension=m,
-                k_start_pt=k_lo, m_start_pt=m_start, stride_w=p.w.stride, stride_h=p.h.stride,
-                filter_w=kw, filter_h=kh, dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
-            self.a2.enque(a2)
-            b2 = self.b2.alloc_tensor(self.cd)
-            cube.load_data(b2, b1, cube.LoadData2DParams(
-                start_index=(k_lo // c0) * nb1, repeat_times=(kl // c0) * nb1, src_stride=1))
-            self.b2.enque(b2)
-            self.mmad(c, m, nn, kl, first and k_lo == 0)
+            for idx, (c, (j, m)) in enumerate(zip(cs, subs, strict=True)):
+                a2 = self.a2.alloc_tensor(self.cd)
+                cube.load_data(a2, a1, cube.LoadData3DParamsV2(
+                    pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi),
+                    l1_h=rows.rows, l1_w=cols.rows, channel_size=kc1 * c0, k_extension=kl,
+                    m_extension=m, k_start_pt=k_lo, m_start_pt=m_start + j,
+                    stride_w=p.w.stride, stride_h=p.h.stride, filter_w=kw, filter_h=kh,
+                    dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
+                self.a2.enque(a2)
+                if idx == 0:
+                    b2 = self.b2.alloc_tensor(self.cd)
+                    cube.load_data(b2, b1, cube.LoadData2DParams(
+                        start_index=(k_lo // c0) * nb1, repeat_times=(kl // c0) * nb1,
+                        src_stride=1))
+                    self.b2.enque(b2)
+                    b2 = self.b2.deque()
+                self.mmad_a(c, b2, m, nn, kl, first and k_lo == 0)
+            self.b2.free_tensor(b2)
         self.a1.free_tensor(a1)
-        self.b1.free_tensor(b1)
+        if kept is None:
+            self.b1.free_tensor(b1)
 
     def map_base(self, n, g, q, k1_lo) -> int:
         hs, ws = self.p.map_hw

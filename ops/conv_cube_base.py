@@ -30,20 +30,24 @@ class ConvCubeKernel(Kernel):
 
     core_type = "aic"
 
-    def setup(self, t, cd, out_dtype, l1_a, l1_b, a1_producer=Pipe.MTE2):
+    def setup(self, t, cd, out_dtype, l1_a, l1_b, a1_producer=Pipe.MTE2, b1_buffers=None,
+              c_blocks=1):
+        """Queues and buffers: ``b1_buffers`` B1 buffers (default ``l1_buffers``) and
+        ``c_blocks`` base blocks of L0C."""
         self.t, self.cd, self.out_dtype = t, cd, out_dtype
         self.c0 = 32 // cd.itemsize
         self.chip = current().chip
+        b1_buffers = b1_buffers or t.l1_buffers
         self.a1 = TQue(TPosition.A1, t.l1_buffers, producer=a1_producer, name="inQueueA1")
-        self.b1 = TQue(TPosition.B1, t.l1_buffers, name="inQueueB1")
+        self.b1 = TQue(TPosition.B1, b1_buffers, name="inQueueB1")
         self.a2 = TQue(TPosition.A2, t.l0_buffers, name="inQueueA2")
         self.b2 = TQue(TPosition.B2, t.l0_buffers, name="inQueueB2")
-        self.co1 = TQue(TPosition.CO1, 1, name="outQueueCO1")
+        self.co1 = TQue(TPosition.CO1, c_blocks, name="outQueueCO1")
         self.pipe.init_buffer(self.a1, t.l1_buffers, l1_a)
-        self.pipe.init_buffer(self.b1, t.l1_buffers, l1_b)
+        self.pipe.init_buffer(self.b1, b1_buffers, l1_b)
         self.pipe.init_buffer(self.a2, t.l0_buffers, t.base_m * t.base_k * cd.itemsize)
         self.pipe.init_buffer(self.b2, t.l0_buffers, t.base_n * t.base_k * cd.itemsize)
-        self.pipe.init_buffer(self.co1, 1, t.base_m * t.base_n * 4)
+        self.pipe.init_buffer(self.co1, c_blocks, t.base_m * t.base_n * 4)
         if not self.chip.has_fixpipe:
             self.co2 = TQue(TPosition.CO2, 1, name="outQueueCO2")
             self.pipe.init_buffer(self.co2, 1, t.base_m * t.base_n * 4)
@@ -66,6 +70,13 @@ class ConvCubeKernel(Kernel):
         cube.mmad(c, a2, b2, cube.MmadParams(m=max(m, 2), n=n, k=k, cmatrix_init_val=init))
         self.a2.free_tensor(a2)
         self.b2.free_tensor(b2)
+
+    def mmad_a(self, c, b2, m: int, n: int, k: int, init: bool):
+        """One Mmad with the next L0A tile and an L0B tile already dequeued (shared by the
+        base blocks of a task)."""
+        a2 = self.a2.deque()
+        cube.mmad(c, a2, b2, cube.MmadParams(m=max(m, 2), n=n, k=k, cmatrix_init_val=init))
+        self.a2.free_tensor(a2)
 
     def copy_out(self, c, dst, m: int, n: int, row_stride: int, atomic: bool = False):
         """L0C (m x n, NZ) -> GM rows ``row_stride`` elements apart, converting to out_dtype."""

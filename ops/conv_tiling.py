@@ -34,6 +34,8 @@ from npusim.ops.conv_chunks import (
     dw_n_blocks,
     dx_cols_out,
     dx_pad_excess,
+    dx_task_m,
+    dx_zero_fill,
     pads,
 )
 
@@ -54,6 +56,14 @@ class ConvBackwardTiling:
     dx_step_k1: int      # gradOutput channel blocks (C0 each) per dx L1 chunk
     dx_step_kh: int      # kernel rows per dx L1 chunk: kH, or fewer when one channel block
                          # of all kH x kW taps does not fit L1 (then dx_step_k1 = 1)
+    dx_step_m: int       # dx M base blocks per task (CANN's stepM): their C blocks share L0C
+                         # (step_m x base_m x base_n x 4 bytes), their map rows one A1 chunk,
+                         # and each K step's L0B tile serves all of them; each C block still
+                         # leaves L0C on its own (FixPipe, or L0C -> UB in base_m rows)
+    dx_b1_keep: bool     # B1 full load (CANN's isB1FullLoadFlag_): kD = 1 and the whole K in
+                         # one chunk, the N block's weight stays in one B1 buffer across a
+                         # core's tasks of the same group and N block (tasks then run N
+                         # block by N block); False: B1 reloaded per task, l1_buffers deep
     dw_step_k: int       # grad positions per dw L1 chunk (multiple of base_k)
     dw_step_kh: int      # 0: dw N blocks run across the (Cin1, kh, kw, C0) columns and L1
                          # holds the feature rows of all kH kernel rows; r > 0: N blocks stay
@@ -77,13 +87,20 @@ def dx_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     kernel rows (the map rows those kernel rows reach)."""
     h, w = p.out_dhw[1:]
     kr, kw = min(t.dx_step_kh, p.kdhw[1]), p.kdhw[2]
-    hrows = min(h, ceil_div(t.base_m, w) + 1)
+    hrows = min(h, ceil_div(dx_task_m(t), w) + 1)
     more_h, more_w = dx_pad_excess(p, t)
     rows = min(p.h.length + more_h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols = min(p.w.length + more_w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span)
     a1 = t.dx_step_k1 * rows * cols * c0 * item
     b1 = t.dx_step_k1 * kr * kw * (t.dx_base_n // 16) * 512
     return a1, b1
+
+
+def dx_l1_total(p, t, c0: int, item: int) -> int:
+    """L1 bytes of the dx kernel: ``l1_buffers`` A1 chunks and as many B1 chunks, or one
+    B1 when it is kept (``dx_b1_keep``)."""
+    a1, b1 = dx_l1_bytes(p, t, c0, item)
+    return t.l1_buffers * a1 + (1 if t.dx_b1_keep else t.l1_buffers) * b1
 
 
 def dw_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
@@ -113,6 +130,7 @@ def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
     return ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, dx_base_n=BEST_BASE_N,
                               base_k=128 // item,
                               dx_step_k1=1, dx_step_kh=dx.kdhw[1] if dx else 1,
+                              dx_step_m=1, dx_b1_keep=False,
                               dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
                               dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
                               deterministic=False, narrow=False,
@@ -130,13 +148,16 @@ def derive(chip, t, dx, dw, c0, item, fixed) -> ConvBackwardTiling:
 
 
 def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
-    """dx_step_k1 as large as fits L1; if one channel block of all taps does not fit,
-    dx_base_n shrinks to the channels there are, then the chunk takes fewer kernel rows."""
-    free = {f for f in ("dx_step_k1", "dx_step_kh", "dx_base_n") if f not in fixed}
+    """dx_step_m as L0C allows; dx_step_k1 as large as fits L1; if one channel block of all
+    taps does not fit, dx_base_n shrinks to the channels there are, then the chunk takes
+    fewer kernel rows; B1 kept when all K is one chunk."""
+    free = {f for f in ("dx_step_k1", "dx_step_kh", "dx_base_n", "dx_step_m") if f not in fixed}
     if "dx_base_n" in free:
         t = _replace(t, dx_base_n=t.base_n)
     if "dx_step_kh" in free:
         t = _replace(t, dx_step_kh=min(p.kdhw[1], LOAD3D_MAX_FILTER))
+    if "dx_step_m" in free:
+        t = _replace(t, dx_step_m=_dx_step_m(chip, p, t, c0, item))
     if "dx_step_k1" in free:
         t = _replace(t, dx_step_k1=max(1, _dx_step(chip, p, t, c0, item)))
     if not _dx_fits(chip, p, t, c0, item) and "dx_base_n" in free:
@@ -154,9 +175,41 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
             t = _replace(t, dx_step_kh=kr)
             if _dx_fits(chip, p, t, c0, item):
                 break
+    if "dx_b1_keep" not in fixed:
+        t = _derive_keep(chip, p, t, c0, item, free)
     if "dx_block_dim" not in fixed:
         t = _replace(t, dx_block_dim=min(chip.ai_core_count, _dx_tasks(p, t, c0)))
     return t
+
+
+def _dx_step_m(chip, p, t, c0, item) -> int:
+    """The most M base blocks whose C blocks fit L0C together, while there are still a task
+    per cube core and one channel block of the chunk fits L1 (assumed: the Ascend C dx kernel
+    runs stepM = 1, kernels.md §2(e), on A2 where one 128 x 256 fp32 block fills L0C; the TBE
+    tiling of Atlas training is not public, and one L0C tile of several base blocks is what
+    its 256 KB L0C allows)."""
+    top = max(1, chip.l0c_bytes // max(1, t.base_m * t.base_n * 4))
+    for step in range(top, 1, -1):
+        trial = _replace(t, dx_step_m=step, dx_step_k1=1)
+        if (_dx_tasks(p, trial, c0) >= chip.ai_core_count
+                and _dx_fits(chip, p, trial, c0, item)):
+            return step
+    return 1
+
+
+def _derive_keep(chip, p, t, c0, item, free) -> ConvBackwardTiling:
+    """CANN's B1 full load (kernels.md §2(e) dx; isB1FullLoadFlag_ in the arch22 kernel):
+    kD = 1 and all K in one chunk, kept in one B1 buffer, when that fits L1."""
+    k1, kh = ceil_div(p.kc, c0), p.kdhw[1]
+    if p.kdhw[0] != 1 or kh > LOAD3D_MAX_FILTER:
+        return t
+    trial = _replace(t, dx_b1_keep=True)
+    if "dx_step_k1" in free:
+        trial = _replace(trial, dx_step_k1=k1)
+    if "dx_step_kh" in free:
+        trial = _replace(trial, dx_step_kh=kh)
+    whole = trial.dx_step_k1 == k1 and trial.dx_step_kh == kh
+    return trial if whole and _dx_fits(chip, p, trial, c0, item) else t
 
 
 def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
@@ -186,6 +239,11 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     return t
 
 
+def dx_ub_fits(chip, p, t, a1: int) -> bool:
+    """Does the A1 map fit UB where it is built there (zero-filled, no FixPipe)?"""
+    return chip.has_fixpipe or not dx_zero_fill(p, t) or a1 <= dx_ub_free(chip, t)
+
+
 def dx_ub_free(chip, t) -> int:
     """UB left for the stride expansion of dx's map (chips without FixPipe): the L0C->UB
     queues take base_m x base_n fp32 and, for a 16-bit output, as many 16-bit elements."""
@@ -193,9 +251,10 @@ def dx_ub_free(chip, t) -> int:
 
 
 def _dx_fits(chip, p, t, c0, item) -> bool:
-    a1, b1 = dx_l1_bytes(p, t, c0, item)
-    return (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
-            and (chip.has_fixpipe or a1 <= dx_ub_free(chip, t)))
+    a1 = dx_l1_bytes(p, t, c0, item)[0]
+    return (dx_l1_total(p, t, c0, item) <= chip.l1_bytes
+            and t.dx_step_m * t.base_m * t.base_n * 4 <= chip.l0c_bytes
+            and dx_ub_fits(chip, p, t, a1))
 
 
 def _dw_fits(chip, p, t, c0, item) -> bool:
@@ -209,7 +268,7 @@ def _replace(t, **fields):
 
 def _dx_tasks(p, t, c0) -> int:
     hw = p.out_dhw[1] * p.out_dhw[2]
-    return max(1, p.n * p.groups * p.out_dhw[0] * ceil_div(hw, t.base_m)
+    return max(1, p.n * p.groups * p.out_dhw[0] * ceil_div(hw, dx_task_m(t))
                * ceil_div(round_up(p.nc, 16), t.dx_base_n))
 
 
@@ -271,6 +330,8 @@ def _validate_blocks(t, c0) -> None:
              f"of C0 = {c0}")
     _require(t.l1_buffers in (1, 2) and t.l0_buffers in (1, 2), "l1_buffers and l0_buffers: "
              "allowed 1 or 2")
+    _require(isinstance(t.dx_step_m, int) and t.dx_step_m >= 1, f"dx_step_m = {t.dx_step_m}: "
+             "a positive number of M base blocks")
 
 
 def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
@@ -298,7 +359,7 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
 
 
 DX_FIELDS = ("base_m", "base_n", "dx_base_n", "dx_step_k1", "dx_step_kh", "l1_buffers",
-             "narrow")
+             "narrow", "dx_step_m", "dx_b1_keep")
 DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers", "narrow")
 
 
@@ -315,9 +376,10 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
              f"(kH = {kh}; LoadData3D takes at most {LOAD3D_MAX_FILTER})")
     _require(t.dx_step_kh == kh or t.dx_step_k1 == 1, f"dx_step_kh = {t.dx_step_kh} < kH = "
              f"{kh} needs dx_step_k1 = 1 (K runs channel block by channel block)")
+    _validate_dx_steps(chip, t, p, c0)
     a1, b1 = dx_l1_bytes(p, t, c0, item)
-    ok = (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
-          and (chip.has_fixpipe or a1 <= dx_ub_free(chip, t)))
+    total = dx_l1_total(p, t, c0, item)
+    ok = total <= chip.l1_bytes and dx_ub_fits(chip, p, t, a1)
     if not ok and not fixed & set(DX_FIELDS):
         raise TilingError(
             f"{OP}: gradInput of this shape cannot run on {chip.name}: gradInput "
@@ -326,17 +388,34 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
             f"map positions its outputs reach (with the padding beyond {LOAD3D_MAX_PAD} as "
             f"zeros) needs "
             f"{t.l1_buffers} x ({a1} + {b1}) bytes of L1"
-            + ("" if chip.has_fixpipe else f" and {a1} of UB (at most {dx_ub_free(chip, t)})")
+            + ("" if dx_ub_fits(chip, p, t, a1) else f" and {a1} of UB (at most "
+               f"{dx_ub_free(chip, t)})")
             + ("" if p.out_dhw[1] == 1 else " (rows are cut into column chunks only when "
                "gradInput has one row)")
             + f"; {chip.name} has {chip.l1_bytes}")
-    _require(t.l1_buffers * (a1 + b1) <= chip.l1_bytes, f"dx L1 chunk needs "
-             f"{t.l1_buffers} x ({a1} + {b1}) bytes; {chip.name} has {chip.l1_bytes} "
+    b1_count = 1 if t.dx_b1_keep else t.l1_buffers
+    _require(total <= chip.l1_bytes, f"dx L1 chunk needs {t.l1_buffers} x {a1} + {b1_count} "
+             f"x {b1} bytes; {chip.name} has {chip.l1_bytes} "
              f"(set: {', '.join(sorted(fixed & set(DX_FIELDS)))})")
-    _require(chip.has_fixpipe or a1 <= dx_ub_free(chip, t), f"dx stride expansion in UB needs "
+    _require(dx_ub_fits(chip, p, t, a1), f"dx stride expansion in UB needs "
              f"{a1} bytes; at most {dx_ub_free(chip, t)} beside the L0C->UB queues")
     _require(1 <= t.dx_block_dim <= chip.ai_core_count, f"dx_block_dim = {t.dx_block_dim}: "
              f"1 to {chip.ai_core_count}")
+
+
+def _validate_dx_steps(chip, t, p, c0) -> None:
+    """dx_step_m (L0C holds its C blocks) and dx_b1_keep (all K in one kept chunk)."""
+    l0c = t.dx_step_m * t.base_m * t.base_n * 4
+    _require(t.dx_step_m >= 1 and l0c <= chip.l0c_bytes, f"dx_step_m = {t.dx_step_m}: at "
+             f"least 1, and dx_step_m x base_m x base_n x 4 = {l0c} bytes of L0C at most "
+             f"{chip.l0c_bytes} ({chip.name})")
+    _require(t.dx_b1_keep in (True, False), "dx_b1_keep: True or False")
+    if t.dx_b1_keep:
+        k1, kh = ceil_div(p.kc, c0), p.kdhw[1]
+        _require(p.kdhw[0] == 1 and t.dx_step_k1 == k1 and t.dx_step_kh == kh,
+                 f"dx_b1_keep = True needs kD = 1 (got {p.kdhw[0]}) and all K in one chunk: "
+                 f"dx_step_k1 = {k1} (got {t.dx_step_k1}) and dx_step_kh = {kh} (got "
+                 f"{t.dx_step_kh})")
 
 
 def _validate_dw(chip, t, p, c0, item, fixed) -> None:

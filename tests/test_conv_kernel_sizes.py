@@ -143,12 +143,16 @@ def test_stem_shrinks_dx_base_n_to_the_channels():
 
 
 def test_overriding_one_field_derives_the_others():
-    """dx_base_n = 256 on the stem: the kernel rows per chunk are derived to fit L1; base_n
-    = 64 alone: dx_base_n follows it (a 64-column block of all taps fits)."""
+    """dx_base_n = 256 on the stem with B1 reloaded per task: the kernel rows per chunk are
+    derived to fit L1; with B1 kept (the default) all 7 rows fit beside two A1 buffers;
+    base_n = 64 alone: dx_base_n follows it (a 64-column block of all taps fits)."""
     c = load_chip("atlas-a2")
-    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"dx_base_n": 256})
+    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"dx_base_n": 256, "dx_b1_keep": False})
     assert t.dx_base_n == 256 and t.dx_step_kh < 7
     assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
+    dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"dx_base_n": 256})
+    a1, b1 = dx_l1_bytes(dx, t, 16, 2)
+    assert t.dx_b1_keep and t.dx_step_kh == 7 and t.l1_buffers * a1 + b1 <= c.l1_bytes
     dx, _, t = tiling_of(c, (2, 3, 8, 8), (7, 7), {"base_n": 64})
     assert (t.base_n, t.dx_base_n, t.dx_step_kh) == (64, 64, 7)
     assert t.l1_buffers * sum(dx_l1_bytes(dx, t, 16, 2)) <= c.l1_bytes
