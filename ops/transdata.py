@@ -12,10 +12,19 @@ zeros for padding), an optional Cast, DataCopyPad UB → GM. In and out tiles ar
 buffered; the offset table is loaded into UB when a piece needs a table other than the one
 there.
 
+The NCHW -> NC1HWC0 conversion of 16-bit data without a cast (fp16/bf16 gradOutput and input,
+C0 = 16) moves as CANN's TransData moves it, by vnchwconv (``TransDataTo5HD``,
+``isa/vector_transpose.py``): per piece the C0 channel rows land in UB, channels beyond the
+tensor's read one zeroed row, and one TransDataTo5HD per 255 repeats writes positions x C0; no
+offset table. The other conversions (fp32 with C0 = 8, a cast on the way, the weight to
+FRACTAL_Z, the results back to NCHW) use the Gather path above.
+
 Modelled: the GM traffic (burst-rounded), the UB work of the permutation and the cast, the
-split of pieces over the vector cores. Not modelled: CANN's TransData uses vnchwconv (a 16 x 16
-transpose instruction) rather than Gather, so the vector cycles are an estimate of the same
-order; the offset tables are read from GM like any constant.
+split of pieces over the vector cores. Not modelled: vnchwconv for the Gather-path conversions
+(CANN uses it, with its 32-bit and 8-bit forms, for them too), so their vector cycles are an
+estimate of the same order; the offset tables are read from GM like any constant; the Cast
+CANN runs as its own kernel before TransData is done inside this kernel (one ``TransData``
+row in ``stats["kernels"]``).
 """
 
 from dataclasses import dataclass, field
@@ -35,10 +44,13 @@ from npusim.dsl import (
     wait_flag,
 )
 from npusim.dsl import vector as vec
+from npusim.dsl.transpose import trans_data_to_5hd
 from npusim.ops.common import ceil_div, round_up
 from npusim.ops.transdata_taps import dw_out_by_taps, weight_dx_by_taps
 
 TABLE_EVENT = 5   # event id of the table hand-over flags (the queues use ids from 0 up)
+C0_B16 = 16       # 16-bit elements per 32-byte block: TransDataTo5HD's 16 x 16 transpose
+MAX_REPEATS = 255
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,7 @@ class TransPlan:
     pieces: list = field(default_factory=list)
     tables: list = field(default_factory=list)
     keys: dict = field(default_factory=dict)
+    vnchwconv: bool = False           # pieces are C0 rows -> NC1HWC0 by TransDataTo5HD
 
     def table(self, key, build) -> int:
         """The index of the table for ``key``; ``build()`` makes it the first time."""
@@ -124,7 +137,7 @@ def run_transdata(run, plan: TransPlan, src, dst) -> None:
     """Launch the TransData kernel for ``plan`` (nothing to do for an empty plan)."""
     if not plan.pieces:
         return
-    table = np.concatenate(plan.tables)
+    table = np.concatenate(plan.tables) if plan.tables else np.zeros(8, np.uint32)
     starts = np.cumsum([0] + [t.size for t in plan.tables])
     tables = run.gm.tensor(f"{plan.name}.tables", np.uint32, table.size, table)
     cores = min(run.chip.vector_core_count, len(plan.pieces))
@@ -142,8 +155,9 @@ class TransDataKernel(Kernel):
         self.out_que = TQue(TPosition.VECOUT, 2, name="outQueue")
         self.pipe.init_buffer(self.in_que, 2, plan.in_elems * plan.in_item + 32)
         self.pipe.init_buffer(self.out_que, 2, plan.out_elems * plan.out_item)
-        self.table_buf = TBuf(TPosition.VECCALC, name="tableBuf")
-        self.pipe.init_buffer(self.table_buf, max(t.size for t in plan.tables) * 4)
+        if not plan.vnchwconv:
+            self.table_buf = TBuf(TPosition.VECCALC, name="tableBuf")
+            self.pipe.init_buffer(self.table_buf, max(t.size for t in plan.tables) * 4)
         if self.cast:
             self.gathered = TBuf(TPosition.VECCALC, name="gatherBuf")
             self.pipe.init_buffer(self.gathered, plan.out_elems * plan.in_item)
@@ -152,9 +166,13 @@ class TransDataKernel(Kernel):
     def process(self):
         for i in range(get_block_idx(), len(self.plan.pieces), get_block_num()):
             piece = self.plan.pieces[i]
-            self.load_table(piece.table)
+            if not self.plan.vnchwconv:
+                self.load_table(piece.table)
             self.copy_in(piece)
-            self.compute(piece)
+            if self.plan.vnchwconv:
+                self.transpose(piece)
+            else:
+                self.compute(piece)
             self.copy_out(piece)
 
     def load_table(self, t: int):
@@ -194,6 +212,24 @@ class TransDataKernel(Kernel):
         self.in_que.free_tensor(t)
         self.out_que.enque(out)
 
+    def transpose(self, p: Piece):
+        """C0 rows of ``row_len`` positions -> positions x C0 by TransDataTo5HD; channels
+        beyond ``rows`` read a zeroed row."""
+        t = self.in_que.deque()
+        pitch = self.plan.in_pitch(p.row_len)
+        if p.rows < C0_B16:
+            vec.duplicate(t[p.rows * pitch].reinterpret_cast(np.int16), 0, pitch)   # 0 bits
+        src = [t[min(i, p.rows) * pitch] for i in range(C0_B16)]
+        out = self.out_que.alloc_tensor(self.plan.dst_dtype)
+        repeats = pitch // C0_B16
+        for r0 in range(0, repeats, MAX_REPEATS):
+            n = min(MAX_REPEATS, repeats - r0)
+            trans_data_to_5hd([out[(r0 * C0_B16 + j) * C0_B16] for j in range(C0_B16)],
+                              [s[r0 * C0_B16] for s in src], n, dst_rep_stride=C0_B16,
+                              src_rep_stride=1)
+        self.in_que.free_tensor(t)
+        self.out_que.enque(out)
+
     def copy_out(self, p: Piece):
         out = self.out_que.deque()
         item, per_outer = self.plan.out_item, p.count * self.plan.out_pitch(p.length)
@@ -218,6 +254,8 @@ def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPla
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
     step = min(hw, out_e // c0, in_e // c0 // 16 * 16 or 16)
+    plan.vnchwconv = (plan.in_item == plan.out_item == 2 and c0 == C0_B16
+                      and C0_B16 * plan.in_pitch(step) <= in_e)
     for ni in range(n):
         for g in range(groups):
             for di in range(d):
@@ -226,10 +264,14 @@ def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPla
                     src0 = ((ni * c + g * cg + k * c0) * d + di) * hw
                     dst0 = (((ni * groups + g) * d + di) * c1 + k) * hw * c0
                     for p0, ln in chunks(hw, step):
+                        geometry = (src0 + p0, rows, ln, d * hw, dst0 + p0 * c0, 1, 0, 1, 0,
+                                    ln * c0)
+                        if plan.vnchwconv:
+                            plan.pieces.append(Piece(*geometry, table=-1))
+                            continue
                         tab = plan.table(("5hd", rows, ln), lambda r=rows, m=ln: plan.offsets(
                             r, m, _to_5hd_rc(r, m, c0)))
-                        plan.add(src0 + p0, rows, ln, d * hw, dst0 + p0 * c0, 1, 0, 1, 0,
-                                 ln * c0, table=tab)
+                        plan.add(*geometry, table=tab)
     return plan
 
 
