@@ -15,6 +15,7 @@ from npusim.ops.common import ceil_div
 
 LOAD3D_MAX_PAD = 255    # LoadData3DParamsV2 padList entries are 8 bits (isa/load.py checks it)
 LOAD3D_MAX_FILTER = 255  # and filterW / filterH (the kernels do not use filterSizeW/H's +256)
+LOAD3D_MAX_STRIDE = 63   # and strideW / strideH are 6 bits
 
 
 def dx_task_m(t) -> int:
@@ -52,7 +53,14 @@ def dx_pad_excess(p, t) -> tuple[int, int]:
     kr = min(t.dx_step_kh, p.kdhw[1])
     pads_h = pads(p.h, h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d)
     pads_w = pads(p.w, w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span - 1)
-    return tuple(sum(max(0, v - LOAD3D_MAX_PAD) for v in side) for side in (pads_h, pads_w))
+    return tuple(0 if relaid else sum(max(0, v - LOAD3D_MAX_PAD) for v in side)
+                 for side, relaid in zip((pads_h, pads_w), dx_relay(p), strict=True))
+
+
+def dx_relay(p) -> tuple[bool, bool]:
+    """(H, W): does dx re-lay the map rows / columns (a transposed convolution's stride above
+    what LoadData3D takes; ``ops/conv_relay.py``)? Padding is then LoadData3D's own."""
+    return p.h.stride > LOAD3D_MAX_STRIDE, p.w.stride > LOAD3D_MAX_STRIDE
 
 
 def dx_zero_fill(p, t) -> bool:
@@ -67,6 +75,12 @@ def pads(a, out: int, extent: int) -> tuple[int, int]:
     before = min(max(0, a.off), extent)
     after = min(max(0, (out - 1) * a.stride - a.off + a.span - a.length), extent)
     return before, after
+
+
+def dw_relay(p) -> tuple[bool, bool]:
+    """(H, W): does dw re-lay the feature rows / columns (``ops/conv_relay.py``) because the
+    stride is above what LoadData3D takes?"""
+    return p.h.stride > LOAD3D_MAX_STRIDE, p.w.stride > LOAD3D_MAX_STRIDE
 
 
 def dw_block_rows(p, t, c0: int) -> int:

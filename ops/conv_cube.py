@@ -45,8 +45,6 @@ Not modelled: stepN (the arch22 dx kernel runs stepN = 1), operand reuse in dw, 
 and unitFlag overlap of FixPipe with the next Mmad, the bias table, the C04 layout.
 """
 
-from dataclasses import replace
-
 from npusim.dsl import (
     DataCopyParams,
     Pipe,
@@ -60,10 +58,10 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div, round_up
-from npusim.ops.conv_chunks import LOAD3D_MAX_PAD, dx_narrow, dx_task_m, dx_zero_fill
+from npusim.ops.conv_chunks import LOAD3D_MAX_PAD, dx_narrow, dx_relay, dx_task_m, dx_zero_fill
 from npusim.ops.conv_cube_base import FRAC, ConvCubeKernel, copy_map
 from npusim.ops.conv_cube_dw import DwKernel
-from npusim.ops.conv_geometry import widen
+from npusim.ops.conv_relay import axis_view, copy_view
 
 __all__ = ["DwKernel", "DxKernel", "row_chunks"]
 
@@ -88,6 +86,7 @@ class DxKernel(ConvCubeKernel):
         self.n16 = round_up(prob.nc, FRAC)
         self.hw = prob.out_dhw[1] * prob.out_dhw[2]
         self.kept = None   # (group, first column) and the B1 tensor kept (dx_b1_keep)
+        self.relay = dx_relay(prob)   # (H, W) re-laid: a transposed stride above 63
         cube.set_hf32_mode(hf32)
 
     def process(self):
@@ -115,11 +114,14 @@ class DxKernel(ConvCubeKernel):
         mt, nn = min(dx_task_m(t), self.hw - m0), min(t.dx_base_n, self.n16 - n0)
         subs = [(j, min(t.base_m, mt - j)) for j in range(0, mt, t.base_m)]
         h0, h1 = m0 // w, (m0 + mt - 1) // w + 1
+        kw, relay_w = p.kdhw[2], self.relay[1]
         if dx_narrow(p, t):   # one output row: the map columns of this task's outputs
-            cols, m_start = widen(p.w.rows_for(m0, m0 + mt), LOAD3D_MAX_PAD), 0
+            cols = axis_view(p.w, 0, kw, m0, m0 + mt, relay_w, LOAD3D_MAX_PAD)
+            m_start = 0
         else:
-            cols, m_start = widen(p.w.rows_for(0, w), LOAD3D_MAX_PAD), m0 - h0 * w
-        parts = row_chunks(p.h, t.dx_step_kh, h0, h1)
+            cols = axis_view(p.w, 0, kw, 0, w, relay_w, LOAD3D_MAX_PAD)
+            m_start = m0 - h0 * w
+        parts = row_chunks(p.h, t.dx_step_kh, h0, h1, self.relay[0])
         cs = [self.co1.alloc_tensor("float32") for _ in subs]
         first = True
         if parts and cols.rows:
@@ -170,8 +172,8 @@ class DxKernel(ConvCubeKernel):
                     pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi),
                     l1_h=rows.rows, l1_w=cols.rows, channel_size=kc1 * c0, k_extension=kl,
                     m_extension=m, k_start_pt=k_lo, m_start_pt=m_start + j,
-                    stride_w=p.w.stride, stride_h=p.h.stride, filter_w=kw, filter_h=kh,
-                    dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
+                    stride_w=cols.stride, stride_h=rows.stride, filter_w=kw, filter_h=kh,
+                    dilation_filter_w=cols.dil, dilation_filter_h=rows.dil))
                 self.a2.enque(a2)
                 if idx == 0:
                     b2 = self.b2.alloc_tensor(self.cd)
@@ -197,7 +199,8 @@ class DxKernel(ConvCubeKernel):
         base = self.map_base(n, g, q, k1_lo)
         if not self.zero_fill:
             a1 = self.a1.alloc_tensor(self.cd)
-            copy_map(a1, self.dy5[base], kc1, rows, cols, self.p.map_hw, self.c0)
+            copy = copy_view if any(self.relay) else copy_map
+            copy(a1, self.dy5[base], kc1, rows, cols, self.p.map_hw, self.c0)
             self.a1.enque(a1)
             return
         if self.staged:
@@ -264,14 +267,15 @@ class DxKernel(ConvCubeKernel):
         self.b1.enque(b1)
 
 
-def row_chunks(axis, step: int, i0: int, i1: int) -> list:
-    """(first kernel row, rows, map Window) per chunk of ``step`` kernel rows that outputs
+def row_chunks(axis, step: int, i0: int, i1: int, relaid: bool = False) -> list:
+    """(first kernel row, rows, map AxisView) per chunk of ``step`` kernel rows that outputs
     [i0, i1) read: each chunk is a convolution with a kernel of its rows on the map shifted by
-    its first row (chunks whose window sees only padding add nothing and are left out)."""
+    its first row, or its rows re-laid (chunks whose window sees only padding add nothing and
+    are left out)."""
     out = []
     for kr0 in range(0, axis.k, step):
         krn = min(step, axis.k - kr0)
-        rows = replace(axis, off=axis.off - kr0 * axis.d, k=krn).rows_for(i0, i1)
+        rows = axis_view(axis, kr0, krn, i0, i1, relaid, LOAD3D_MAX_PAD)
         if rows.rows:
-            out.append((kr0, krn, widen(rows, LOAD3D_MAX_PAD)))
+            out.append((kr0, krn, rows))
     return out

@@ -4,8 +4,9 @@ from dataclasses import replace
 
 from npusim.dsl import DataCopyParams, cube, data_copy
 from npusim.ops.common import ceil_div
-from npusim.ops.conv_chunks import dw_n_blocks, dw_narrow
+from npusim.ops.conv_chunks import dw_n_blocks, dw_narrow, dw_relay
 from npusim.ops.conv_cube_base import ConvCubeKernel, copy_map
+from npusim.ops.conv_relay import copy_view, plain_view, relaid_view
 
 
 class DwKernel(ConvCubeKernel):
@@ -20,6 +21,7 @@ class DwKernel(ConvCubeKernel):
         self.ncols = self.f1 * kh * kw * self.c0
         self.blocks = blocks      # (mbs, nbs)
         self.nblocks = dw_n_blocks(prob, tiling, self.c0)
+        self.relay = dw_relay(prob)   # (H, W): re-laid for a stride LoadData3D cannot take
         cube.set_hf32_mode(hf32)
 
     def process(self):
@@ -67,14 +69,13 @@ class DwKernel(ConvCubeKernel):
         n0, nn, kr0, krn = nblock
         hg, wg = p.grad_dhw[1:]
         narrow = dw_narrow(p, t)   # one grad row: each chunk loads its own columns
-        cols = p.w.rows_for(0, wg)
-        sub = replace(p.h, off=p.h.off - kr0 * p.h.d, k=krn)
+        cols = self.view_w(0, wg)
         for p0 in range(0, hg * wg, t.dw_step_k):
             p1 = min(hg * wg, p0 + t.dw_step_k)
             r0, r1 = p0 // wg, (p1 - 1) // wg + 1
-            rows = sub.rows_for(r0, r1)
+            rows = self.view_h(kr0, krn, r0, r1)
             if narrow:
-                cols = p.w.rows_for(p0, p1)
+                cols = self.view_w(p0, p1)
             if not (rows.rows and cols.rows):
                 continue   # the window sees only padding: a zero contribution
             first_pos = p0 if narrow else r0 * wg   # position of the L1 grad's first column
@@ -83,6 +84,23 @@ class DwKernel(ConvCubeKernel):
             self.chunk(c, kc1, fk, (rows, cols), (p0, p1, first_pos), nblock, first)
             first = False
         return first
+
+    def view_h(self, kr0, krn, r0, r1):
+        """The feature rows grad rows [r0, r1) reach through kernel rows [kr0, kr0 + krn): as
+        a convolution with a kernel of those rows on the map shifted by the first, or
+        re-laid (``ops/conv_relay.py``) when strideH is above what LoadData3D takes."""
+        a = self.p.h
+        if self.relay[0]:
+            return relaid_view(a, kr0, krn, r0, r1)
+        sub = replace(a, off=a.off - kr0 * a.d, k=krn)
+        return plain_view(sub.rows_for(r0, r1), a.stride, a.d, krn)
+
+    def view_w(self, j0, j1):
+        """The feature columns grad columns [j0, j1) reach (re-laid likewise for strideW)."""
+        a = self.p.w
+        if self.relay[1]:
+            return relaid_view(a, 0, a.k, j0, j1)
+        return plain_view(a.rows_for(j0, j1), a.stride, a.d, a.k)
 
     def load_grad(self, at, k1_lo, kc1, q0, q1):
         """Grad positions [q0, q1) (whole rows, or one row's chunk when narrow) of kc1
@@ -104,7 +122,8 @@ class DwKernel(ConvCubeKernel):
         base = ((((n * self.p.groups + g) * self.p.feat_dhw[0] + df) * self.f1 + f_lo) * hf
                 * wf * self.c0)
         b1 = self.b1.alloc_tensor(self.cd)
-        copy_map(b1, self.feat5[base], f_hi - f_lo, rows, cols, (hf, wf), self.c0)
+        copy = copy_view if any(self.relay) else copy_map
+        copy(b1, self.feat5[base], f_hi - f_lo, rows, cols, (hf, wf), self.c0)
         self.b1.enque(b1)
         return f_lo, f_hi - f_lo
 
@@ -131,8 +150,8 @@ class DwKernel(ConvCubeKernel):
                 pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi), l1_h=rows.rows,
                 l1_w=cols.rows, channel_size=fc1 * c0, k_extension=nn, m_extension=kl,
                 k_start_pt=n0 - (f_lo * p.kdhw[1] + kr0) * kw * c0, m_start_pt=k_lo - q0,
-                stride_w=p.w.stride, stride_h=p.h.stride, filter_w=kw, filter_h=kh,
-                dilation_filter_w=p.w.d, dilation_filter_h=p.h.d))
+                stride_w=cols.stride, stride_h=rows.stride, filter_w=kw, filter_h=kh,
+                dilation_filter_w=cols.dil, dilation_filter_h=rows.dil))
             self.b2.enque(b2)
             self.mmad(c, kc1 * c0, nn, kl, first and k_lo == p0)
         self.a1.free_tensor(a1)

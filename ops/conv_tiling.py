@@ -32,12 +32,15 @@ from npusim.ops.conv_chunks import (
     dw_block_rows,
     dw_cols_out,
     dw_n_blocks,
+    dw_relay,
     dx_cols_out,
     dx_pad_excess,
+    dx_relay,
     dx_task_m,
     dx_zero_fill,
     pads,
 )
+from npusim.ops.conv_relay import LOAD3D_MAX_STRIDE, pads_of, relayable
 
 OP = "aclnnConvolutionBackward"
 BEST_BASE_M, BEST_BASE_N = 128, 256
@@ -91,6 +94,11 @@ def dx_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     more_h, more_w = dx_pad_excess(p, t)
     rows = min(p.h.length + more_h, (hrows - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols = min(p.w.length + more_w, (dx_cols_out(p, t) - 1) * p.w.stride + p.w.span)
+    relay_h, relay_w = dx_relay(p)   # re-laid: every tap of every output its own row
+    if relay_h:
+        rows = hrows * kr
+    if relay_w:
+        cols = dx_cols_out(p, t) * kw
     a1 = t.dx_step_k1 * rows * cols * c0 * item
     b1 = t.dx_step_k1 * kr * kw * (t.dx_base_n // 16) * 512
     return a1, b1
@@ -112,6 +120,11 @@ def dw_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     rows_f = min(p.feat_dhw[1], (rows_g - 1) * p.h.stride + (kr - 1) * p.h.d + 1)
     cols_g = dw_cols_out(p, t)
     cols_f = min(p.feat_dhw[2], (cols_g - 1) * p.w.stride + p.w.span)
+    relay_h, relay_w = dw_relay(p)   # re-laid: every tap of every output its own row
+    if relay_h:
+        rows_f = rows_g * kr
+    if relay_w:
+        cols_f = cols_g * kw
     fc1 = min(ceil_div(p.fc, c0), ceil_div(t.base_n, kh * kw * c0) + 1)
     if t.dw_step_kh:
         fc1 = 1
@@ -155,7 +168,7 @@ def _derive_dx(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     if "dx_base_n" in free:
         t = _replace(t, dx_base_n=t.base_n)
     if "dx_step_kh" in free:
-        t = _replace(t, dx_step_kh=min(p.kdhw[1], LOAD3D_MAX_FILTER))
+        t = _replace(t, dx_step_kh=min(p.kdhw[1], _kh_top(p.h, dx_relay(p)[0])))
     if "dx_step_m" in free:
         t = _replace(t, dx_step_m=_dx_step_m(chip, p, t, c0, item))
     if "dx_step_k1" in free:
@@ -201,7 +214,7 @@ def _derive_keep(chip, p, t, c0, item, free) -> ConvBackwardTiling:
     """CANN's B1 full load (kernels.md §2(e) dx; isB1FullLoadFlag_ in the arch22 kernel):
     kD = 1 and all K in one chunk, kept in one B1 buffer, when that fits L1."""
     k1, kh = ceil_div(p.kc, c0), p.kdhw[1]
-    if p.kdhw[0] != 1 or kh > LOAD3D_MAX_FILTER:
+    if p.kdhw[0] != 1 or kh > _kh_top(p.h, dx_relay(p)[0]):
         return t
     trial = _replace(t, dx_b1_keep=True)
     if "dx_step_k1" in free:
@@ -216,7 +229,8 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     """dw_step_k as large as fits L1 (N blocks across channel blocks); else N blocks of one
     channel block and as many kernel rows as fit; then the K split over the cores."""
     if "dw_step_kh" not in fixed:   # 0 (all kernel rows) unless img2col cannot take them
-        t = _replace(t, dw_step_kh=0 if p.kdhw[1] <= LOAD3D_MAX_FILTER else LOAD3D_MAX_FILTER)
+        top = _dw_kh_top(p)
+        t = _replace(t, dw_step_kh=0 if p.kdhw[1] <= top else top)
     if "dw_step_k" not in fixed:
         t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
     if not _dw_fits(chip, p, t, c0, item) and "narrow" not in fixed and p.grad_dhw[1] == 1:
@@ -224,7 +238,7 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
         if "dw_step_k" not in fixed:
             t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
     if not _dw_fits(chip, p, t, c0, item) and "dw_step_kh" not in fixed:
-        for kr in range(min(p.kdhw[1], LOAD3D_MAX_FILTER), 0, -1):
+        for kr in range(min(p.kdhw[1], _dw_kh_top(p)), 0, -1):
             t = _replace(t, dw_step_kh=kr)
             if "dw_step_k" not in fixed:
                 t = _replace(t, dw_step_k=_dw_step(chip, p, t, c0, item) or t.base_k)
@@ -237,6 +251,19 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     if "dw_block_dim" not in fixed:
         t = _replace(t, dw_block_dim=max(1, min(chip.ai_core_count, blocks * t.dw_k_parts)))
     return t
+
+
+def _dw_kh_top(p) -> int:
+    """The most kernel rows one dw N block may reach."""
+    return _kh_top(p.h, dw_relay(p)[0])
+
+
+def _kh_top(a, relaid: bool) -> int:
+    """The most kernel rows one chunk may take on MapAxis ``a``: what LoadData3D takes, and
+    with re-laid rows (stride > 63) at most 63 taps whose windows do not overlap."""
+    if not relaid:
+        return LOAD3D_MAX_FILTER
+    return max(1, min(LOAD3D_MAX_STRIDE, a.stride // a.d + 1))
 
 
 def dx_ub_fits(chip, p, t, a1: int) -> bool:
@@ -371,9 +398,11 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
     _require(1 <= t.dx_step_k1 <= ceil_div(p.kc, c0), f"dx_step_k1 = {t.dx_step_k1}: 1 to "
              f"{ceil_div(p.kc, c0)} channel blocks")
     _check_kernel_width(kw)
-    top = min(kh, LOAD3D_MAX_FILTER)
+    top = min(kh, _kh_top(p.h, dx_relay(p)[0]))
     _require(1 <= t.dx_step_kh <= top, f"dx_step_kh = {t.dx_step_kh}: 1 to {top} kernel rows "
-             f"(kH = {kh}; LoadData3D takes at most {LOAD3D_MAX_FILTER})")
+             f"(kH = {kh}; LoadData3D takes at most {_kh_top(p.h, dx_relay(p)[0])}"
+             + (f" re-laid at strideH = {p.h.stride}" if dx_relay(p)[0] else "") + ")")
+    _check_dx_relay(p, t)
     _require(t.dx_step_kh == kh or t.dx_step_k1 == 1, f"dx_step_kh = {t.dx_step_kh} < kH = "
              f"{kh} needs dx_step_k1 = 1 (K runs channel block by channel block)")
     _validate_dx_steps(chip, t, p, c0)
@@ -423,10 +452,12 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
     _require(t.dw_step_k > 0 and t.dw_step_k % t.base_k == 0, f"dw_step_k = {t.dw_step_k}: a "
              f"positive multiple of base_k = {t.base_k}")
     _check_kernel_width(p.kdhw[2])
-    top = min(kh, LOAD3D_MAX_FILTER)
+    top = min(kh, _dw_kh_top(p))
     _require(0 <= t.dw_step_kh <= top and (t.dw_step_kh or kh <= top), f"dw_step_kh = "
              f"{t.dw_step_kh}: 0 (N blocks across channel blocks) or 1 to {top} kernel rows "
-             f"(kH = {kh}; 0 needs kH <= {LOAD3D_MAX_FILTER}, what LoadData3D takes)")
+             f"(kH = {kh}; 0 needs kH <= {_dw_kh_top(p)}, what LoadData3D takes"
+             + (f" with strideH = {p.h.stride} re-laid" if dw_relay(p)[0] else "") + ")")
+    _check_relay(p, t, c0)
     a1, b1 = dw_l1_bytes(p, t, c0, item)
     if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
         raise TilingError(
@@ -442,12 +473,49 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
              f"(set: {', '.join(sorted(fixed & set(DW_FIELDS)))})")
     hg, wg = p.grad_dhw[1:]
     _check_pads("gradWeight", (p.h, p.w), (hg, wg, dw_cols_out(p, t)),
-                min(hg, ceil_div(t.dw_step_k, wg) + 1), dw_block_rows(p, t, c0))
+                min(hg, ceil_div(t.dw_step_k, wg) + 1), dw_block_rows(p, t, c0),
+                dw_relay(p))
     slices = p.n * p.grad_dhw[0]
     _require(1 <= t.dw_k_parts <= max(1, slices), f"dw_k_parts = {t.dw_k_parts}: 1 to "
              f"{max(1, slices)} (the (n, depth) slices)")
     _require(1 <= t.dw_block_dim <= chip.ai_core_count, f"dw_block_dim = {t.dw_block_dim}: "
              f"1 to {chip.ai_core_count}")
+
+
+def _check_dx_relay(p, t) -> None:
+    """A transposed dx whose stride LoadData3D cannot take re-lays the map (as dw does)."""
+    relay = dx_relay(p)
+    if not any(relay):
+        return
+    _relayable("gradInput", (p.h, min(t.dx_step_kh, p.kdhw[1]), relay[0]),
+               (p.w, p.kdhw[2], relay[1]))
+    h, w = p.out_dhw[1:]
+    for name, a, k, on, out in (("H", p.h, min(t.dx_step_kh, p.kdhw[1]), relay[0], h),
+                                ("W", p.w, p.kdhw[2], relay[1], w)):
+        worst = max(pads_of(a, 0, k, out)) if on else 0
+        _require(worst <= LOAD3D_MAX_PAD, f"gradInput re-laid at stride{name} = {a.stride}: "
+                 f"{worst} taps of padding; LoadData3D pads at most {LOAD3D_MAX_PAD}")
+    _require(not dx_zero_fill(p, t), f"gradInput re-laid at stride {p.h.stride} x "
+             f"{p.w.stride} with padding beyond {LOAD3D_MAX_PAD} on the other axis: not "
+             "modelled")
+
+
+def _relayable(what, *axes) -> None:
+    for name, (a, k, on) in zip("HW", axes, strict=True):
+        if on and not relayable(a, k):
+            raise TilingError(
+                f"{OP}: {what} with stride{name} = {a.stride} (LoadData3D takes at most "
+                f"{LOAD3D_MAX_STRIDE}) re-lays the rows its windows reach; {k} taps with "
+                f"dilation {a.d} span {(k - 1) * a.d + 1}: it needs at most "
+                f"{LOAD3D_MAX_STRIDE} taps and windows no wider than the stride + 1")
+
+
+def _check_relay(p, t, c0) -> None:
+    """A dw axis whose stride LoadData3D cannot take is re-laid: its windows may not overlap
+    and at most 63 taps (LoadData3D's stride over the re-laid rows) per window."""
+    relay = dw_relay(p)
+    _relayable("gradWeight", (p.h, dw_block_rows(p, t, c0), relay[0]),
+               (p.w, p.kdhw[2], relay[1]))
 
 
 def _check_kernel_width(kw: int) -> None:
@@ -462,14 +530,15 @@ def _map_cols(a, out: int) -> int:
     return min(a.length, (out - 1) * a.stride + a.span)
 
 
-def _check_pads(what, axes, outs, rows, kr) -> None:
+def _check_pads(what, axes, outs, rows, kr, relay=(False, False)) -> None:
     """img2col (LoadData3D) pads at most 255 rows or columns on each side of the L1 map; a
-    chunk of ``rows`` output rows and ``kr`` kernel rows sees at most its own extent in H."""
+    chunk of ``rows`` output rows and ``kr`` kernel rows sees at most its own extent in H
+    (a re-laid axis: the taps of its windows outside the map)."""
     ah, aw = axes
-    seen = dict(zip(("top", "bottom"), pads(ah, outs[0], (rows - 1) * ah.stride
-                                             + (kr - 1) * ah.d), strict=True))
-    seen.update(zip(("left", "right"), pads(aw, outs[1], (outs[2] - 1) * aw.stride + aw.span
-                                             - 1), strict=True))
+    seen = dict(zip(("top", "bottom"), pads_of(ah, 0, kr, outs[0]) if relay[0] else pads(
+        ah, outs[0], (rows - 1) * ah.stride + (kr - 1) * ah.d), strict=True))
+    seen.update(zip(("left", "right"), pads_of(aw, 0, aw.k, outs[1]) if relay[1] else pads(
+        aw, outs[1], (outs[2] - 1) * aw.stride + aw.span - 1), strict=True))
     worst = max(seen, key=seen.get)
     if seen[worst] > LOAD3D_MAX_PAD:
         unit, a = ("columns", aw) if worst in ("left", "right") else ("rows", ah)
