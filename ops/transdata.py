@@ -12,12 +12,13 @@ zeros for padding), an optional Cast, DataCopyPad UB → GM. In and out tiles ar
 buffered; the offset table is loaded into UB when a piece needs a table other than the one
 there.
 
-The NCHW -> NC1HWC0 conversion of 16-bit data without a cast (fp16/bf16 gradOutput and input,
-C0 = 16) moves as CANN's TransData moves it, by vnchwconv (``TransDataTo5HD``,
-``isa/vector_transpose.py``): per piece the C0 channel rows land in UB, channels beyond the
-tensor's read one zeroed row, and one TransDataTo5HD per 255 repeats writes positions x C0; no
-offset table. The other conversions (fp32 with C0 = 8, a cast on the way, the weight to
-FRACTAL_Z, the results back to NCHW) use the Gather path above.
+16-bit conversions without a cast move as CANN's TransData moves them, by vnchwconv
+(``TransDataTo5HD``, ``isa/vector_transpose.py``), with no offset table: NCHW -> NC1HWC0
+(fp16/bf16 gradOutput and input, C0 = 16: per piece the C0 channel rows land in UB, channels
+beyond the tensor's read one zeroed row, one TransDataTo5HD per 255 repeats writes positions x
+C0) and dx's ND result back to NCHW (one TransDataTo5HD per 16 positions, repeating over the
+16-channel blocks). The other conversions (fp32 with C0 = 8, a cast on the way, the weight to
+FRACTAL_Z, dw's fp32 workspace back to the weight) use the Gather path above.
 
 Modelled: the GM traffic (burst-rounded), the UB work of the permutation and the cast, the
 split of pieces over the vector cores. Not modelled: vnchwconv for the Gather-path conversions
@@ -84,7 +85,7 @@ class TransPlan:
     pieces: list = field(default_factory=list)
     tables: list = field(default_factory=list)
     keys: dict = field(default_factory=dict)
-    vnchwconv: bool = False           # pieces are C0 rows -> NC1HWC0 by TransDataTo5HD
+    vnchwconv: str = ""               # "to_5hd" / "from_nd": pieces move by TransDataTo5HD
 
     def table(self, key, build) -> int:
         """The index of the table for ``key``; ``build()`` makes it the first time."""
@@ -169,8 +170,10 @@ class TransDataKernel(Kernel):
             if not self.plan.vnchwconv:
                 self.load_table(piece.table)
             self.copy_in(piece)
-            if self.plan.vnchwconv:
+            if self.plan.vnchwconv == "to_5hd":
                 self.transpose(piece)
+            elif self.plan.vnchwconv == "from_nd":
+                self.transpose_back(piece)
             else:
                 self.compute(piece)
             self.copy_out(piece)
@@ -230,6 +233,21 @@ class TransDataKernel(Kernel):
         self.in_que.free_tensor(t)
         self.out_que.enque(out)
 
+    def transpose_back(self, p: Piece):
+        """``rows`` positions of ``row_len`` channels -> channel rows of positions, one
+        TransDataTo5HD per 16 positions repeating over the 16-channel blocks (the rows and
+        columns past the piece are padding, never copied out)."""
+        t = self.in_que.deque()
+        in_pitch, out_pitch = self.plan.in_pitch(p.row_len), self.plan.out_pitch(p.length)
+        out = self.out_que.alloc_tensor(self.plan.dst_dtype)
+        for pb in range(out_pitch // C0_B16):
+            trans_data_to_5hd([out[j * out_pitch + pb * C0_B16] for j in range(C0_B16)],
+                              [t[(pb * C0_B16 + i) * in_pitch] for i in range(C0_B16)],
+                              in_pitch // C0_B16, dst_rep_stride=out_pitch,
+                              src_rep_stride=1)
+        self.in_que.free_tensor(t)
+        self.out_que.enque(out)
+
     def copy_out(self, p: Piece):
         out = self.out_que.deque()
         item, per_outer = self.plan.out_item, p.count * self.plan.out_pitch(p.length)
@@ -254,8 +272,9 @@ def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPla
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
     step = min(hw, out_e // c0, in_e // c0 // 16 * 16 or 16)
-    plan.vnchwconv = (plan.in_item == plan.out_item == 2 and c0 == C0_B16
-                      and C0_B16 * plan.in_pitch(step) <= in_e)
+    if (plan.in_item == plan.out_item == 2 and c0 == C0_B16
+            and C0_B16 * plan.in_pitch(step) <= in_e):
+        plan.vnchwconv = "to_5hd"
     for ni in range(n):
         for g in range(groups):
             for di in range(d):
@@ -342,17 +361,24 @@ def plan_from_nd(chip, name, src_shape, dst_channels, groups, src_dtype, dst_dty
     cstep = min(round_up(cg, 16), 256)
     lim = max(16, min(in_e // round_up(cstep, 16), out_e // cstep) // 16 * 16)
     pstep = hw if hw <= lim else lim
+    if (plan.in_item == plan.out_item == 2
+            and round_up(cstep, 16) * round_up(pstep, 16) <= min(in_e, out_e)):
+        plan.vnchwconv = "from_nd"
     for ni in range(n):
         for g in range(groups):
             for di in range(d):
                 base = ((ni * groups + g) * d + di) * hw * nc16
                 for c0_, cl in chunks(cg, cstep):
                     for p0, pl in chunks(hw, pstep):
+                        dst0 = ((ni * dst_channels + g * cg + c0_) * d + di) * hw + p0
+                        geometry = (base + p0 * nc16 + c0_, pl, cl, nc16, dst0, 1, 0, cl,
+                                    d * hw, pl)
+                        if plan.vnchwconv:
+                            plan.pieces.append(Piece(*geometry, table=-1))
+                            continue
                         tab = plan.table(("nd", pl, cl), lambda p=pl, c=cl: plan.offsets(
                             p, c, _from_nd_rc(p, c, plan.out_pitch(p))))
-                        dst0 = ((ni * dst_channels + g * cg + c0_) * d + di) * hw + p0
-                        plan.add(base + p0 * nc16 + c0_, pl, cl, nc16, dst0, 1, 0, cl, d * hw,
-                                 pl, table=tab)
+                        plan.add(*geometry, table=tab)
     return plan
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from npusim.dtypes import bfloat16
-from npusim.ops.transdata import plan_to_5hd, run_transdata
+from npusim.ops.transdata import plan_from_nd, plan_to_5hd, run_transdata
 from npusim.sequence import OpRun
 
 
@@ -50,4 +50,24 @@ def test_fp32_keeps_the_gather_path():
     plan, r = to_5hd("atlas-a2", x)
     assert not plan.vnchwconv and "gather" in r.stats["instruction_counts"]
     want = reference(x, 1, 8).reshape(r.outputs["y"].shape)
+    assert np.array_equal(r.outputs["y"], want)
+
+
+@pytest.mark.parametrize("chip", ["atlas-a2", "atlas-training"])
+@pytest.mark.parametrize("shape,channels,groups", [((2, 1, 1, 49, 32), 20, 1),
+                                                   ((1, 2, 2, 30, 16), 10, 2),
+                                                   ((1, 1, 1, 700, 272), 260, 1)])
+def test_16_bit_back_to_nchw_by_vnchwconv(chip, shape, channels, groups):
+    """dx's (N, G, D, H*W, Nc16) -> (N, C, D, H*W), dropping the padding channels."""
+    n, g, d, hw, nc16 = shape
+    x = (np.arange(np.prod(shape)) % 89 - 44).astype(np.float16).reshape(shape)
+    run = OpRun(chip)
+    src = run.gm.tensor("nd", x.dtype, x.size, x.ravel())
+    out = run.gm.tensor("y", x.dtype, n * channels * d * hw)
+    plan = plan_from_nd(run.chip, "TransData(y)", shape, channels, groups, x.dtype, x.dtype)
+    run_transdata(run, plan, src, out)
+    r = run.result({"y": (out, (n, channels, d, hw))})
+    assert plan.vnchwconv == "from_nd" and "gather" not in r.stats["instruction_counts"]
+    cg = channels // groups
+    want = x[..., :cg].transpose(0, 1, 4, 2, 3).reshape(n, channels, d, hw)
     assert np.array_equal(r.outputs["y"], want)
