@@ -88,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
                        "measurements", description="Run every row of the validation table "
                        "(published Ascend measurements: npusim/studies/validation.toml) "
                        "timing-only and print each row's measured and predicted time, error "
-                       "and tolerance, and the mean absolute error.")
+                       "and tolerance, and the mean absolute error. Exits 1 when a row is "
+                       "outside its tolerance.")
     p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
     p.add_argument("--skip-slow", action="store_true",
@@ -288,7 +289,7 @@ def _validate(args) -> int:
         names = write_validation(result, out) if out is not None else []
     if out is not None:
         print(f"wrote {', '.join(names)} to {out.shown}")
-    return 0
+    return 0 if result["within"] == result["ran"] else 1
 
 
 def _correlate(args) -> int:
