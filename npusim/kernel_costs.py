@@ -59,7 +59,7 @@ def start_cycles(chip, block_dim: int) -> int:
 
 
 def tiling_words(args: dict) -> list:
-    """The tiling struct's fields as int64 words: each scalar argument and each scalar field
+    """The tiling struct's fields as 64-bit words: each scalar argument and each scalar field
     of a dataclass argument (floats stored by their bits)."""
     values = []
     for value in args.values():
@@ -75,9 +75,10 @@ def _is_scalar(v) -> bool:
 
 
 def _word(v) -> int:
+    """The field as an unsigned 64-bit word (floats by their bits, ints modulo 2**64)."""
     if isinstance(v, float | np.floating):
-        return int(np.float64(v).view(np.int64))
-    return int(v)
+        return int(np.float64(v).view(np.uint64))
+    return int(v) % (1 << 64)
 
 
 def with_tiling_read(kernel_cls, tiling, words: int, line_bytes: int):

@@ -82,7 +82,7 @@ class OpRun:
         name = name or kernel_cls.__name__
         words = tiling_words(args)
         tiling = self.gm.tensor(f"{name}.tiling", np.int64, len(words),
-                                np.array(words, np.int64))
+                                np.array(words, np.uint64).view(np.int64))
         cls = with_tiling_read(kernel_cls, tiling, len(words), self.chip.tiling_line_bytes)
         result = launch(cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
                         outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
