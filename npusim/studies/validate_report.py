@@ -145,12 +145,13 @@ def correlate_rows(result: dict) -> list:
 
 
 def correlate_summary(result: dict) -> list:
-    lines = [f"{result['ran']} rows run on {result['chip']}: mean absolute error "
+    lines = [f"{result['ran']} row{'s' if result['ran'] > 1 else ''} run on "
+             f"{result['chip']}: mean absolute error "
              f"{result['mae']:.1%}, mean error {result['mean_error']:+.1%}"
              if result["ran"] else f"no row of {result['path']} is one npusim models"]
     skipped = [r for r in result["rows"] if r["status"] != "ok"]
     if skipped:
-        lines.append(f"{len(skipped)} rows not run:")
+        lines.append(f"{len(skipped)} row{'s' if len(skipped) > 1 else ''} not run:")
         lines += [f"  line {r['line']} {r['op_type'] or '-'}: {r['status']}: {r['why']}"
                   for r in skipped]
     return lines
