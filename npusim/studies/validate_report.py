@@ -116,9 +116,10 @@ def scatter(points: list, path, title: str) -> str:
     ax.plot(line, line, color="black", lw=1, label="predicted = measured")
     ax.fill_between(line, [v * (1 - BAND) for v in line], [v * (1 + BAND) for v in line],
                     color="C2", alpha=0.15, label=f"+-{BAND:.0%}")
-    for i, (m, p, label) in enumerate(points):
-        ax.scatter([m], [p], color=f"C{i % 10}", s=22, zorder=3)
-        ax.annotate(label, (m, p), fontsize=6, xytext=(4, 3), textcoords="offset points")
+    for i, (m, p, label) in enumerate(points):   # numbered points, named in the legend
+        ax.scatter([m], [p], color=f"C{i % 10}", marker="os^Dv"[i // 10 % 5], s=24, zorder=3,
+                   label=f"{i + 1}: {label}")
+        ax.annotate(str(i + 1), (m, p), fontsize=7, xytext=(4, 2), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -126,7 +127,7 @@ def scatter(points: list, path, title: str) -> str:
     ax.set_xlabel("measured on hardware (us)")
     ax.set_ylabel("predicted by npusim (us)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
 
 
