@@ -116,11 +116,11 @@ def _dx_share(tiling):
 
 
 def test_gemm_class_1x1_on_training_reaches_its_share_of_peak():
-    """Two base blocks per task (256 x 256 of C in the 256 KB L0C, the default there) keep
-    the cube at least 38% busy over the dx kernel, against 33% with one (MTE2 streams 768 B
-    per 8 cube cycles at 40 B/cycle); the operator never beats its roofline."""
-    two, run = _dx_share(None)
-    one, _ = _dx_share({"dx_step_m": 1})
+    """Two base blocks per task (256 x 256 of C in the 256 KB L0C, the default there) and the
+    L2 read rate per core keep the cube at least half busy over the dx kernel (33% with one
+    block per task at the DDR rate of 40 B/cycle, where MTE2 streamed 768 B per 8 cube
+    cycles); the operator never beats its roofline."""
+    share, run = _dx_share(None)
     assert run.result.tiling.dx_step_m == 2
-    assert 0.38 <= two <= 1.0 and two > 1.15 * one, (two, one)
+    assert 0.5 <= share <= 1.0, share
     assert metrics(run)["roofline_ratio"] <= 1.0
