@@ -10,6 +10,13 @@ the cores, and when there are fewer blocks than cores, K (the (n, depth) slices)
 The same heuristic is used on Atlas training (its TBE tiling comes from a knowledge base that
 is not public, §2(e)).
 
+Reuse across base blocks (dx): ``dx_step_m`` M base blocks per task share an A1 chunk, the
+L0B tile of each K step and L0C (as many as L0C holds while every cube core keeps a task: 2 on
+Atlas training's 256 KB, 1 on A2 where one 128 x 256 fp32 block fills its 128 KB); with
+``dx_b1_keep`` (CANN's B1 full load) the weight of all K stays in L1 across a core's tasks
+(kD = 1, when one B1 buffer of it beside two A1 chunks fits L1). A stride above LoadData3D's
+63 re-lays the rows the windows reach (``ops/conv_relay.py``), at most 63 taps per window.
+
 Derive, then validate: the user's overrides are kept and every other field is derived from
 them. When the CANN-like default does not fit L1 (large kernels, long rows), the derivation
 falls back step by step, each step only if the previous does not fit, so shapes that fit keep
