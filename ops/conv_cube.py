@@ -41,8 +41,12 @@ loaded once and kept while a core's tasks stay in that group and N block; the ta
 N block by N block (iterate order N outer, M inner). The K order of every C block is the same
 either way, so the outputs are bit-identical.
 
-Not modelled: stepN (the arch22 dx kernel runs stepN = 1), operand reuse in dw, L0C ping-pong
-and unitFlag overlap of FixPipe with the next Mmad, the bias table, the C04 layout.
+dw likewise takes ``dw_step_m`` M blocks per task (their grad channels in one A1 chunk, each
+position step's img2col L0B tile shared, so the feature is read and expanded once per task);
+its default stays 1.
+
+Not modelled: stepN (the arch22 dx kernel runs stepN = 1), L0C ping-pong and unitFlag overlap
+of FixPipe with the next Mmad, the bias table, the C04 layout.
 """
 
 from npusim.dsl import (

@@ -14,7 +14,7 @@ class DwKernel(ConvCubeKernel):
 
     def init(self, grad5, feat5, ws, prob, tiling, cd, l1_a, l1_b, hf32, blocks):
         self.grad5, self.feat5, self.ws, self.p = grad5, feat5, ws, prob
-        self.setup(tiling, cd, ws.dtype, l1_a, l1_b)
+        self.setup(tiling, cd, ws.dtype, l1_a, l1_b, c_blocks=tiling.dw_step_m)
         self.g1 = ceil_div(prob.gc, self.c0)
         self.f1 = ceil_div(prob.fc, self.c0)
         kh, kw = prob.kdhw[1:]
@@ -36,36 +36,41 @@ class DwKernel(ConvCubeKernel):
             self.block(part, g, kd, mb, self.nblocks[nb])
 
     def block(self, part, g, kd, mb, nblock):
-        """One (M block, N block = (first column, columns, first kernel row, kernel rows))."""
+        """One task: ``dw_step_m`` M blocks (their C blocks in L0C, their grad channels in one
+        A1 chunk, each K step's L0B tile shared) and an N block = (first column, columns,
+        first kernel row, kernel rows)."""
         t, p = self.t, self.p
         mc1 = t.base_m // self.c0
-        k1_lo = mb * mc1
-        kc1 = min(mc1, self.g1 - k1_lo)
+        k1_lo = mb * mc1 * t.dw_step_m
+        kc1 = min(mc1 * t.dw_step_m, self.g1 - k1_lo)
+        subs = [(j1, min(mc1, kc1 - j1)) for j1 in range(0, kc1, mc1)]
         n0, nn = nblock[:2]
         slices = p.n * p.grad_dhw[0]
         lo, hi = part * slices // t.dw_k_parts, (part + 1) * slices // t.dw_k_parts
-        c = self.co1.alloc_tensor("float32")
+        cs = [self.co1.alloc_tensor("float32") for _ in subs]
         first = True
         for s in range(lo, hi):
             n, dg = divmod(s, p.grad_dhw[0])
             df = p.feature_slice(kd, dg)
             if df >= 0:
-                first = self.slice(c, (n, g, dg, df), k1_lo, kc1, nblock, first)
-        if first:
-            self.zero_block(c, kc1 * self.c0, nn)
+                first = self.slice(cs, (n, g, dg, df), (k1_lo, kc1, subs), nblock, first)
         mr = self.g1 * self.c0
         slot = part if t.deterministic else 0
         row0 = ((slot * p.groups + g) * p.kdhw[0] + kd) * mr + k1_lo * self.c0
         atomic = t.dw_k_parts > 1 and not t.deterministic
-        self.copy_out(c, self.ws[row0 * self.ncols + n0], kc1 * self.c0, nn, self.ncols,
-                      atomic)
+        for c, (j1, kcj) in zip(cs, subs, strict=True):
+            if first:
+                self.zero_block(c, kcj * self.c0, nn)
+            self.copy_out(c, self.ws[(row0 + j1 * self.c0) * self.ncols + n0], kcj * self.c0,
+                          nn, self.ncols, atomic)
 
-    def slice(self, c, at, k1_lo, kc1, nblock, first) -> bool:
+    def slice(self, cs, at, chans, nblock, first) -> bool:
         """Accumulate one (n, depth) slice's positions; returns the new ``first``. The feature
         rows are those the N block's kernel rows reach (a convolution with a kernel of those
         rows on the map shifted by the first of them)."""
         t, p = self.t, self.p
         n, g, dg, df = at
+        k1_lo, kc1, subs = chans
         n0, nn, kr0, krn = nblock
         hg, wg = p.grad_dhw[1:]
         narrow = dw_narrow(p, t)   # one grad row: each chunk loads its own columns
@@ -81,7 +86,7 @@ class DwKernel(ConvCubeKernel):
             first_pos = p0 if narrow else r0 * wg   # position of the L1 grad's first column
             self.load_grad((n, g, dg), k1_lo, kc1, first_pos, p1 if narrow else r1 * wg)
             fk = self.load_feature(n, g, df, n0, nn, rows, cols)
-            self.chunk(c, kc1, fk, (rows, cols), (p0, p1, first_pos), nblock, first)
+            self.chunk(cs, (kc1, subs), fk, (rows, cols), (p0, p1, first_pos), nblock, first)
             first = False
         return first
 
@@ -127,8 +132,12 @@ class DwKernel(ConvCubeKernel):
         self.b1.enque(b1)
         return f_lo, f_hi - f_lo
 
-    def chunk(self, c, kc1, fk, window, span, nblock, first):
+    def chunk(self, cs, kcs, fk, window, span, nblock, first):
+        """The base_k position steps of one L1 chunk: per step the img2col of the feature
+        into L0B once, and for each M block of the task its grad channels (transposed) into
+        L0A and an Mmad into its own L0C block."""
         t, p, c0 = self.t, self.p, self.c0
+        kc1, subs = kcs
         p0, p1, q0 = span   # positions [p0, p1); the L1 grad starts at position q0
         f_lo, fc1 = fk
         rows, cols = window
@@ -139,20 +148,26 @@ class DwKernel(ConvCubeKernel):
         a1, b1 = self.a1.deque(), self.b1.deque()
         for k_lo in range(p0, p1, t.base_k):
             kl = min(t.base_k, p1 - k_lo)
-            a2 = self.a2.alloc_tensor(self.cd)
-            cube.load_data(a2, a1, cube.LoadData3DParamsV2(
-                l1_h=a_hw[0], l1_w=a_hw[1], channel_size=kc1 * c0,
-                k_extension=kc1 * c0, m_extension=kl, m_start_pt=k_lo - q0,
-                en_transpose=True))
-            self.a2.enque(a2)
-            b2 = self.b2.alloc_tensor(self.cd)
-            cube.load_data(b2, b1, cube.LoadData3DParamsV2(
-                pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi), l1_h=rows.rows,
-                l1_w=cols.rows, channel_size=fc1 * c0, k_extension=nn, m_extension=kl,
-                k_start_pt=n0 - (f_lo * p.kdhw[1] + kr0) * kw * c0, m_start_pt=k_lo - q0,
-                stride_w=cols.stride, stride_h=rows.stride, filter_w=kw, filter_h=kh,
-                dilation_filter_w=cols.dil, dilation_filter_h=rows.dil))
-            self.b2.enque(b2)
-            self.mmad(c, kc1 * c0, nn, kl, first and k_lo == p0)
+            for idx, (c, (j1, kcj)) in enumerate(zip(cs, subs, strict=True)):
+                a2 = self.a2.alloc_tensor(self.cd)
+                cube.load_data(a2, a1, cube.LoadData3DParamsV2(
+                    l1_h=a_hw[0], l1_w=a_hw[1], channel_size=kc1 * c0, k_start_pt=j1 * c0,
+                    k_extension=kcj * c0, m_extension=kl, m_start_pt=k_lo - q0,
+                    en_transpose=True))
+                self.a2.enque(a2)
+                if idx == 0:
+                    b2 = self.b2.alloc_tensor(self.cd)
+                    cube.load_data(b2, b1, cube.LoadData3DParamsV2(
+                        pad_list=(cols.pad_lo, cols.pad_hi, rows.pad_lo, rows.pad_hi),
+                        l1_h=rows.rows, l1_w=cols.rows, channel_size=fc1 * c0,
+                        k_extension=nn, m_extension=kl,
+                        k_start_pt=n0 - (f_lo * p.kdhw[1] + kr0) * kw * c0,
+                        m_start_pt=k_lo - q0, stride_w=cols.stride, stride_h=rows.stride,
+                        filter_w=kw, filter_h=kh, dilation_filter_w=cols.dil,
+                        dilation_filter_h=rows.dil))
+                    self.b2.enque(b2)
+                    b2 = self.b2.deque()
+                self.mmad_a(c, b2, kcj * c0, nn, kl, first and k_lo == p0)
+            self.b2.free_tensor(b2)
         self.a1.free_tensor(a1)
         self.b1.free_tensor(b1)

@@ -75,6 +75,12 @@ class ConvBackwardTiling:
                          # core's tasks of the same group and N block (tasks then run N
                          # block by N block); False: B1 reloaded per task, l1_buffers deep
     dw_step_k: int       # grad positions per dw L1 chunk (multiple of base_k)
+    dw_step_m: int       # dw M base blocks (grad channels) per task: their C blocks share L0C
+                         # (dw_step_m x base_m x base_n x 4 bytes), their channels one A1
+                         # chunk, and each position step's img2col L0B tile serves all of
+                         # them, so the feature is read and expanded once per task. Default
+                         # 1: the K split already spreads dw over the cores, and sharing
+                         # (fewer tasks, more K parts) did not pay on the ResNet-50 shapes
     dw_step_kh: int      # 0: dw N blocks run across the (Cin1, kh, kw, C0) columns and L1
                          # holds the feature rows of all kH kernel rows; r > 0: N blocks stay
                          # in one channel block and r kernel rows, L1 holds the feature rows
@@ -135,7 +141,7 @@ def dw_l1_bytes(p, t, c0: int, item: int) -> tuple[int, int]:
     fc1 = min(ceil_div(p.fc, c0), ceil_div(t.base_n, kh * kw * c0) + 1)
     if t.dw_step_kh:
         fc1 = 1
-    a1 = (t.base_m // c0) * rows_g * cols_g * c0 * item
+    a1 = (t.base_m * t.dw_step_m // c0) * rows_g * cols_g * c0 * item
     b1 = fc1 * rows_f * cols_f * c0 * item
     return a1, b1
 
@@ -150,7 +156,7 @@ def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
     return ConvBackwardTiling(base_m=BEST_BASE_M, base_n=BEST_BASE_N, dx_base_n=BEST_BASE_N,
                               base_k=128 // item,
                               dx_step_k1=1, dx_step_kh=dx.kdhw[1] if dx else 1,
-                              dx_step_m=1, dx_b1_keep=False,
+                              dx_step_m=1, dx_b1_keep=False, dw_step_m=1,
                               dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
                               dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
                               deterministic=False, narrow=False,
@@ -293,7 +299,8 @@ def _dx_fits(chip, p, t, c0, item) -> bool:
 
 def _dw_fits(chip, p, t, c0, item) -> bool:
     a1, b1 = dw_l1_bytes(p, t, c0, item)
-    return t.l1_buffers * (a1 + b1) <= chip.l1_bytes
+    return (t.l1_buffers * (a1 + b1) <= chip.l1_bytes
+            and t.dw_step_m * t.base_m * t.base_n * 4 <= chip.l0c_bytes)
 
 
 def _replace(t, **fields):
@@ -308,7 +315,7 @@ def _dx_tasks(p, t, c0) -> int:
 
 def dw_block_grid(p, t, c0) -> tuple[int, int]:
     """(M blocks, N blocks) of one (group, kd) dw GEMM."""
-    mbs = ceil_div(ceil_div(p.gc, c0), t.base_m // c0)
+    mbs = ceil_div(ceil_div(p.gc, c0), t.base_m * t.dw_step_m // c0)
     return mbs, len(dw_n_blocks(p, t, c0))
 
 
@@ -366,6 +373,8 @@ def _validate_blocks(t, c0) -> None:
              "allowed 1 or 2")
     _require(isinstance(t.dx_step_m, int) and t.dx_step_m >= 1, f"dx_step_m = {t.dx_step_m}: "
              "a positive number of M base blocks")
+    _require(isinstance(t.dw_step_m, int) and t.dw_step_m >= 1, f"dw_step_m = {t.dw_step_m}: "
+             "a positive number of M base blocks")
 
 
 def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
@@ -394,7 +403,8 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
 
 DX_FIELDS = ("base_m", "base_n", "dx_base_n", "dx_step_k1", "dx_step_kh", "l1_buffers",
              "narrow", "dx_step_m", "dx_b1_keep")
-DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers", "narrow")
+DW_FIELDS = ("base_m", "base_n", "base_k", "dw_step_k", "dw_step_kh", "l1_buffers", "narrow",
+             "dw_step_m")
 
 
 def _validate_dx(chip, t, p, c0, item, fixed) -> None:
@@ -465,6 +475,9 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
              f"(kH = {kh}; 0 needs kH <= {_dw_kh_top(p)}, what LoadData3D takes"
              + (f" with strideH = {p.h.stride} re-laid" if dw_relay(p)[0] else "") + ")")
     _check_relay(p, t, c0)
+    l0c = t.dw_step_m * t.base_m * t.base_n * 4
+    _require(l0c <= chip.l0c_bytes, f"dw_step_m = {t.dw_step_m}: dw_step_m x base_m x base_n "
+             f"x 4 = {l0c} bytes of L0C at most {chip.l0c_bytes} ({chip.name})")
     a1, b1 = dw_l1_bytes(p, t, c0, item)
     if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
         raise TilingError(

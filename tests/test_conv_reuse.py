@@ -1,9 +1,11 @@
-"""L1 / L0 operand reuse across base blocks in the dx cube kernel (issue 16, item 3a).
+"""L1 / L0 operand reuse across base blocks in the dx and dw cube kernels (issue 16, item 3a).
 
 - ``dx_step_m``: several M base blocks per task share one A1 chunk, each K step's L0B tile and
   L0C; B is loaded once per task instead of once per base block, so GM -> L1 bytes fall by
   the expected factor, and the outputs stay bit-identical (each block's K order is unchanged).
 - ``dx_b1_keep``: CANN's B1 full load: the weight of all K stays in L1 across a core's tasks.
+- ``dw_step_m``: several dw M blocks (grad channels) per task share the feature chunk and each
+  position step's img2col L0B tile: the feature is read from GM once per task.
 - The fields are validated (``TilingError`` naming the field and what is allowed).
 """
 
@@ -86,7 +88,37 @@ def test_reuse_1d_narrow_and_groups_bit_exact():
           tiling={**ONE, "dx_step_m": 2})
 
 
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("geom", [(1, 1, 3), (2, 0, 1), (1, 2, 5)])
+def test_dw_step_m_stays_bit_exact(chip, geom):
+    """Three M blocks of 64 grad channels (Cout = 160) as one task (C blocks 64 x 128 fp32),
+    with the K split and without."""
+    s, p, k = geom
+    cfg = {**cfg2(s, p), "mask": [False, True, True]}
+    for parts in (1, 2):
+        check(chip, *make_case(np.float16, 2, 24, 160, (13, 11), (k, k), cfg), cfg,
+              tiling={"dw_k_parts": parts, "dw_step_m": 3, "base_m": 64, "base_n": 128})
+
+
+def test_dw_step_m_reads_the_feature_once_per_task():
+    """1x1 gradWeight, Cout = 256 (two M blocks), Cin = 64, 16 x 16 positions on Atlas
+    training: with both M blocks in one task the feature is read once instead of twice."""
+    cfg = cfg2()
+    dy, x, w = make_case(np.float16, 1, 64, 256, (16, 16), (1, 1), cfg)
+    got = {}
+    for step in (1, 2):
+        r = ops.convolution_backward(dy, x, w, bias_sizes=[256], **cfg, chip="atlas-training",
+                                     output_mask=(False, True, False), numerics=False,
+                                     tiling={"dw_step_m": step, "dw_k_parts": 1})
+        got[step] = r.stats["bytes_by_path"]["GM->L1"]
+    grad, feature = 256 * 256 * 2, 64 * 256 * 2
+    assert got[1] == grad + 2 * feature and got[2] == grad + feature
+
+
 @pytest.mark.parametrize("fields, says", [
+    ({"dw_step_m": 0}, "dw_step_m = 0: a positive number of M base blocks"),
+    ({"dw_step_m": 2}, "dw_step_m = 2: dw_step_m x base_m x base_n x 4 = 262144 bytes of L0C "
+                       "at most 131072"),
     ({"dx_step_m": 0}, "dx_step_m = 0: a positive number of M base blocks"),
     ({"dx_step_m": 2}, "dx_step_m = 2: at least 1, and dx_step_m x base_m x base_n x 4 = "
                        "262144 bytes of L0C at most 131072"),
