@@ -34,6 +34,7 @@ CONV_FILTER = ("Conv2DBackpropFilter", "Conv2DBackpropFilterV2", "Conv3DBackprop
                "Conv3DBackpropFilterV2")
 ND_FORMATS = ("", "ND", "NCHW", "NCDHW", "NCL")
 MAX_ROWS = 10000
+MAX_BYTES = 64 << 20
 
 
 class RowError(ValueError):
@@ -44,9 +45,12 @@ def read_csv(path) -> list:
     """The CSV's rows as dicts (header names stripped); one NpusimError for a bad file."""
     try:
         with open(path, "rb") as f:
-            data = f.read(64 << 20)
+            data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise NpusimError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise NpusimError(f"{path}: larger than {MAX_BYTES >> 20} MiB; filter the CSV to the "
+                          "operators of interest")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
