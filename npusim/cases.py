@@ -282,19 +282,10 @@ def _conv_make(shape, dtype, params, rng):
 
 
 def _conv_golden_options(result, args, kwargs) -> dict:
-    """What the run chose that the golden must round like: the cube's dtype for the chip and
-    cube_math_type (HF32 on atlas-a2, fp16 on atlas-training), the dw K split, the bias tile."""
-    from npusim.dtypes import name_of
-    from npusim.ops.conv_args import compute_dtype, promote
-    from npusim.ops.convolution_backward import bias_tile
+    """What the run chose that the golden must round like (the op module says which)."""
+    from npusim.ops.convolution_backward import golden_options
 
-    dy = args[0]
-    chip, t = result.chip, result.tiling
-    cd, hf32 = compute_dtype(chip, promote(*(name_of(a.dtype) for a in args)),
-                             kwargs["cube_math_type"])
-    return {"compute_dtype": cd, "hf32_bits": chip.hf32_mantissa_bits if hf32 else 0,
-            "dw_k_parts": t.dw_k_parts, "bias_tile": bias_tile(t, int(np.prod(dy.shape[2:]))),
-            "atomic": t.dw_k_parts > 1 and not t.deterministic}
+    return golden_options(result, *args, kwargs["cube_math_type"])
 
 
 def _conv_flops(args, kwargs):

@@ -161,13 +161,15 @@ class _Ctx:
         slots = t.dw_k_parts if t.deterministic else 1
         ws = self.tensor("gradWeight.fz", "float32", slots * per)
         dw_type = op_types(s, t, run.chip)[1]
-        if t.dw_k_parts > 1 and not t.deterministic and dw_type == "Conv2DBackpropFilter":
+        zero_out = per if dw_type == "Conv3DBackpropFilterV2" and run.chip.has_inter_core_sync \
+            else 0    # the V2 kernel zeroes its output itself, then SyncAll
+        if t.dw_k_parts > 1 and not t.deterministic and not zero_out:
             launch_memset(run, ws, per)   # the TBE kernel atomically adds into ws
         l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
         run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type,
                    args=dict(grad5=grad5, feat5=feat5, ws=ws, prob=p, tiling=t, cd=self.cd,
                              l1_a=l1_a, l1_b=l1_b, hf32=s.hf32,
-                             blocks=dw_block_grid(p, t, self.c0)))
+                             blocks=dw_block_grid(p, t, self.c0), zero_out=zero_out))
         if slots > 1:
             total = self.tensor("gradWeight.sum", "float32", per)
             tile = 4096
@@ -208,6 +210,21 @@ def op_types(spec, t, chip) -> tuple[str, str]:
 def bias_tile(t, positions: int) -> int:
     """The gradBias accumulator's lanes: the tiling's tile, or fewer for short channels."""
     return min(t.bias_tile, round_up(positions, 64))
+
+
+def golden_options(result, grad_output, input, weight, cube_math_type) -> dict:  # noqa: A002
+    """What a run chose that the golden (``npusim.golden.convolution_backward``) must round
+    like: the cube's dtype for the chip and cube_math_type (HF32 on atlas-a2, fp16 on atlas
+    training), the dw K split, the bias tile, and whether gradWeight's parts land atomically."""
+    from npusim.ops.conv_args import compute_dtype, promote
+
+    chip, t = result.chip, result.tiling
+    cd, hf32 = compute_dtype(chip, promote(*(name_of(a.dtype) for a in
+                                             (grad_output, input, weight))), cube_math_type)
+    return {"compute_dtype": cd, "hf32_bits": chip.hf32_mantissa_bits if hf32 else 0,
+            "dw_k_parts": t.dw_k_parts,
+            "bias_tile": bias_tile(t, int(np.prod(grad_output.shape[2:]))),
+            "atomic": t.dw_k_parts > 1 and not t.deterministic}
 
 
 def dtype_name(arr) -> str:

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from npusim import golden, ops
 from npusim.dtypes import name_of
 from npusim.errors import ParamError, TilingError
-from npusim.ops.conv_args import compute_dtype, promote
-from npusim.ops.convolution_backward import bias_tile
+from npusim.ops.convolution_backward import golden_options
 from op_check import assert_bit_equal, assert_close
 
 CHIPS = ("atlas-a2", "atlas-training")
@@ -83,12 +82,9 @@ def check(chip, dy, x, w, cfg, mode="timed", tiling=None, exact=True, **options)
     kw = params(dy, cfg)
     r = ops.convolution_backward(dy, x, w, chip=chip, mode=mode, tiling=tiling, **kw, **options)
     if exact:
-        cd, hf = compute_dtype(r.chip, promote(*(name_of(a.dtype) for a in (dy, x, w))),
-                               kw["cube_math_type"])
-        t = r.tiling
-        want = golden.convolution_backward(
-            dy, x, w, compute_dtype=cd, hf32_bits=r.chip.hf32_mantissa_bits if hf else 0,
-            dw_k_parts=t.dw_k_parts, bias_tile=bias_tile(t, int(np.prod(dy.shape[2:]))), **kw)
+        options = golden_options(r, dy, x, w, kw["cube_math_type"])
+        options.pop("atomic")
+        want = golden.convolution_backward(dy, x, w, **options, **kw)
         for name, value in want.items():
             if value is not None:
                 assert_bit_equal(r.outputs[name], value, name)
@@ -182,9 +178,10 @@ def test_depthwise_and_mixed_dtypes():
     assert r.outputs["gradWeight"].dtype == np.float16 and r.outputs["gradBias"].dtype == np.float16
 
 
-@settings(max_examples=12, deadline=None)
-@given(chip=st.sampled_from(CHIPS), nsp=st.sampled_from([1, 2]), data=st.data())
-def test_against_torch_generated(chip, nsp, data):
+def draw_case(data, nsp, dtype=np.float16, **extra):
+    """A generated configuration (groups, channels, kernel, stride, dilation, padding,
+    transposed with output_padding, spatial size; ``extra`` keys added to it) and its inputs,
+    or None where torch gives no valid output or the gradient is empty."""
     g = data.draw(st.sampled_from([1, 2]))
     cin, cout = g * data.draw(st.integers(1, 5)), g * data.draw(st.integers(1, 5))
     k = tuple(data.draw(st.integers(1, 3)) for _ in range(nsp))
@@ -194,17 +191,26 @@ def test_against_torch_generated(chip, nsp, data):
     transposed = data.draw(st.booleans())
     op = [data.draw(st.integers(0, max(si, di) - 1)) for si, di in zip(s, d, strict=True)]
     sp = tuple(data.draw(st.integers((ki - 1) * di + 1, 9)) for ki, di in zip(k, d, strict=True))
-    mask = data.draw(st.sampled_from([(True, True, True), (True, False, False),
-                                      (False, True, True)]))
     cfg = dict(stride=s, padding=p, dilation=d, groups=g, transposed=transposed,
-               output_padding=op if transposed else [0] * nsp, mask=mask)
+               output_padding=op if transposed else [0] * nsp,
+               **{key: data.draw(value) for key, value in extra.items()})
     try:
-        dy, x, w = make_case(np.float16, data.draw(st.integers(1, 2)), cin, cout, sp, k, cfg)
+        dy, x, w = make_case(dtype, data.draw(st.integers(1, 2)), cin, cout, sp, k, cfg)
     except RuntimeError:     # torch: no valid output size for these parameters
-        return
+        return None
     if dy.size == 0 or min(dy.shape[2:]) < 1:
-        return
-    check(chip, dy, x, w, cfg, tiling=no_split(cfg))
+        return None
+    return dy, x, w, cfg
+
+
+@settings(max_examples=12, deadline=None)
+@given(chip=st.sampled_from(CHIPS), nsp=st.sampled_from([1, 2]), data=st.data())
+def test_against_torch_generated(chip, nsp, data):
+    drawn = draw_case(data, nsp, mask=st.sampled_from([(True, True, True), (True, False, False),
+                                                       (False, True, True)]))
+    if drawn is not None:
+        dy, x, w, cfg = drawn
+        check(chip, dy, x, w, cfg, tiling=no_split(cfg))
 
 
 def test_empty_input_batch():
