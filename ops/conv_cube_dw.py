@@ -1,8 +1,19 @@
-"""The gradWeight (dw) cube kernel of ConvolutionBackward; see ``ops/conv_cube.py``."""
+"""The gradWeight (dw) cube kernel of ConvolutionBackward; see ``ops/conv_cube.py``.
+
+Conv3DBackpropFilterV2 (the Ascend C kernel: 3-D, and a deterministic 2-D dw on Atlas A2)
+zeroes its fp32 output itself before any partial reaches it (CANN's ``Conv3dDwInitOutput``, run
+in every tiling template of ``conv3d_backprop_filter_v2.cpp``): the output's elements are split
+over the launch's cube cores in 256-element-aligned shares, each core writes zeros over its
+share, then every core meets at a cross-core barrier (``SyncAllCores``: CrossCoreSetFlag mode 0
+on MTE3, then wait) before its first partial is written. npusim runs this as ``zero_out``: the
+same bytes written, then SyncAll. CANN copies a zero-filled L1 buffer out on MTE3; npusim has
+no L1 -> GM path, so the zeros leave from a zeroed L0C block the way results do (FixPipe on
+Atlas A2, L0C -> UB -> MTE3 on coupled cores): same bytes, FixPipe's rate instead of MTE3's.
+"""
 
 from dataclasses import replace
 
-from npusim.dsl import DataCopyParams, cube, data_copy
+from npusim.dsl import DataCopyParams, cube, data_copy, get_block_idx, get_block_num, sync_all
 from npusim.ops.common import ceil_div
 from npusim.ops.conv_chunks import dw_n_blocks, dw_narrow, dw_relay
 from npusim.ops.conv_cube_base import ConvCubeKernel, copy_map
@@ -12,8 +23,9 @@ from npusim.ops.conv_relay import copy_view, plain_view, relaid_view
 class DwKernel(ConvCubeKernel):
     """gradWeight: tasks (K part, g, kd, M block, N block) round-robin over the cube cores."""
 
-    def init(self, grad5, feat5, ws, prob, tiling, cd, l1_a, l1_b, hf32, blocks):
+    def init(self, grad5, feat5, ws, prob, tiling, cd, l1_a, l1_b, hf32, blocks, zero_out=0):
         self.grad5, self.feat5, self.ws, self.p = grad5, feat5, ws, prob
+        self.zero_out = zero_out  # elements of ws zeroed (then SyncAll) before any block
         self.setup(tiling, cd, ws.dtype, l1_a, l1_b, c_blocks=tiling.dw_step_m)
         self.g1 = ceil_div(prob.gc, self.c0)
         self.f1 = ceil_div(prob.fc, self.c0)
@@ -28,12 +40,31 @@ class DwKernel(ConvCubeKernel):
         t, p = self.t, self.p
         mbs, nbs = self.blocks
         per_part = p.groups * p.kdhw[0] * mbs * nbs
+        if self.zero_out:
+            self.zero_share()
+            sync_all()
         for i in self.tasks(t.dw_k_parts * per_part):
             part, rest = divmod(i, per_part)
             rest, nb = divmod(rest, nbs)
             rest, mb = divmod(rest, mbs)
             g, kd = divmod(rest, p.kdhw[0])
             self.block(part, g, kd, mb, self.nblocks[nb])
+
+    def zero_share(self):
+        """This core's share of the ``zero_out`` elements (256-aligned shares, as CANN's
+        InitOutput) written as zeros, ``base_m`` rows of ``base_n`` at a time, then the rest
+        as one row (``zero_out`` is a multiple of 16: whole C0 blocks of the fractal)."""
+        t, total = self.t, self.zero_out
+        share = ceil_div(ceil_div(total, get_block_num()), 256) * 256
+        lo = min(total, get_block_idx() * share)
+        hi = min(total, lo + share)
+        while lo < hi:
+            rows = min(t.base_m, (hi - lo) // t.base_n)
+            m, n = (rows, t.base_n) if rows else (1, hi - lo)
+            c = self.co1.alloc_tensor("float32")
+            self.zero_block(c, m, n)
+            self.copy_out(c, self.ws[lo], m, n, n)
+            lo += m * n
 
     def block(self, part, g, kd, mb, nblock):
         """One task: ``dw_step_m`` M blocks (their C blocks in L0C, their grad channels in one
