@@ -26,6 +26,7 @@ class DwKernel(ConvCubeKernel):
     def init(self, grad5, feat5, ws, prob, tiling, cd, l1_a, l1_b, hf32, blocks, zero_out=0):
         self.grad5, self.feat5, self.ws, self.p = grad5, feat5, ws, prob
         self.zero_out = zero_out  # elements of ws zeroed (then SyncAll) before any block
+        self.zero_dst = ws
         self.setup(tiling, cd, ws.dtype, l1_a, l1_b, c_blocks=tiling.dw_step_m)
         self.g1 = ceil_div(prob.gc, self.c0)
         self.f1 = ceil_div(prob.fc, self.c0)
@@ -63,7 +64,7 @@ class DwKernel(ConvCubeKernel):
             m, n = (rows, t.base_n) if rows else (1, hi - lo)
             c = self.co1.alloc_tensor("float32")
             self.zero_block(c, m, n)
-            self.copy_out(c, self.ws[lo], m, n, n)
+            self.copy_out(c, self.zero_dst[lo], m, n, n)
             lo += m * n
 
     def block(self, part, g, kd, mb, nblock):
@@ -85,13 +86,22 @@ class DwKernel(ConvCubeKernel):
             df = p.feature_slice(kd, dg)
             if df >= 0:
                 first = self.slice(cs, (n, g, dg, df), (k1_lo, kc1, subs), nblock, first)
+        for c, (_, kcj) in zip(cs, subs, strict=True):
+            if first:
+                self.zero_block(c, kcj * self.c0, nn)
+        self.write(cs, subs, (part, g, kd, k1_lo), nblock)
+
+    def write(self, cs, subs, at, nblock):
+        """The task's C blocks out to its rows of the fp32 workspace: slot ``part`` when
+        deterministic, else the one output (atomically added when K is split)."""
+        t, p = self.t, self.p
+        part, g, kd, k1_lo = at
+        n0, nn = nblock[:2]
         mr = self.g1 * self.c0
         slot = part if t.deterministic else 0
         row0 = ((slot * p.groups + g) * p.kdhw[0] + kd) * mr + k1_lo * self.c0
         atomic = t.dw_k_parts > 1 and not t.deterministic
         for c, (j1, kcj) in zip(cs, subs, strict=True):
-            if first:
-                self.zero_block(c, kcj * self.c0, nn)
             self.copy_out(c, self.ws[(row0 + j1 * self.c0) * self.ncols + n0], kcj * self.c0,
                           nn, self.ncols, atomic)
 

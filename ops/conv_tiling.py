@@ -6,7 +6,9 @@ buffered), A1/B1 double buffered in L1 with chunks sized to fill it; dx tasks (n
 M block, N block) over the cube cores without splitting K (dx is deterministic); dw blocks over
 the cores, and when there are fewer blocks than cores, K (the (n, depth) slices) split into
 ``dw_k_parts`` whose partial sums are atomically added in GM (CANN's default), or, with
-``deterministic``, written to one slot each and summed in a fixed order by a vector kernel.
+``deterministic``, written to one slot each and summed in a fixed order by vector cores (inside
+the mixed dw kernel on Atlas A2, where each K part of a block runs on its own cube core:
+``dw_block_dim`` >= ``dw_k_parts``; a vector kernel of its own elsewhere).
 The same heuristic is used on Atlas training (its TBE tiling comes from a knowledge base that
 is not public, §2(e)).
 
@@ -500,6 +502,10 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
              f"{max(1, slices)} (the (n, depth) slices)")
     _require(1 <= t.dw_block_dim <= chip.ai_core_count, f"dw_block_dim = {t.dw_block_dim}: "
              f"1 to {chip.ai_core_count}")
+    _require(not (t.deterministic and chip.separated) or t.dw_block_dim >= t.dw_k_parts,
+             f"deterministic dw on {chip.name}: dw_block_dim = {t.dw_block_dim} below "
+             f"dw_k_parts = {t.dw_k_parts} (each K part of a block runs on its own cube core; "
+             f"allowed dw_block_dim {t.dw_k_parts} to {chip.ai_core_count})")
 
 
 def _check_dx_relay(p, t) -> None:

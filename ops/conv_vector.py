@@ -9,10 +9,10 @@ cast to gradBias's dtype (round to nearest even) and written. The order is fixed
 is deterministic.
 
 ``PartialSumKernel`` is the deterministic variant's reduction of the dw partials (one fp32
-workspace slot per K part): the elements are shared over the vector cores and each tile is
-summed slot 0 + slot 1 + ... in that fixed order. CANN does this inside a mixed AIC/AIV kernel
-with cross-core flags (§2(e)); here it is a kernel of its own after the cube kernel, so the
-overlap of the two is not modelled.
+workspace slot per K part) on coupled chips (Atlas training, Atlas inference): the elements are
+shared over the vector cores and each tile is summed slot 0 + slot 1 + ... in that fixed order,
+as a kernel of its own after the cube kernel. On Atlas A2 the same sums run inside the mixed
+dw kernel (``ops/conv_dw_mixed.py``), as CANN's Conv3DBackpropFilterV2 does (§2(e)).
 """
 
 from npusim.dsl import (

@@ -4,8 +4,10 @@ The operator runs as aclnn decomposes it (kernels.md §2(b)), as a sequence of k
 Contiguous copies of strided inputs; TransData+Cast of gradOutput and input to NC1HWC0 (per
 group, channels padded to C0) in the cube's compute dtype and of the weight to dx's FRACTAL_Z
 B matrix; the dx cube kernel (``ops/conv_cube.py``) into an ND workspace, TransData back to
-NCHW; the dw cube kernel into an fp32 workspace (atomic adds, or per-part slots and a fixed-order
-vector reduction when ``deterministic``), TransData+Cast back to the weight's layout and dtype;
+NCHW; the dw cube kernel into an fp32 workspace (atomic adds; when ``deterministic``, per-part
+partials summed in a fixed order by vector cores: inside one mixed AIC/AIV kernel on Atlas A2,
+``ops/conv_dw_mixed.py``, a kernel of its own on coupled chips), TransData+Cast back to the
+weight's layout and dtype;
 the gradBias ReduceSum kernel (``ops/conv_vector.py``). All of them are charged in the timing.
 
 Kernels in ``stats["kernels"]`` in launch order, by ``op_type`` (msprof's OP Type; ``name``
@@ -15,8 +17,10 @@ for 1D/2D, Conv3DBackpropInputV2 for 3D; Conv2D / Conv3DV2 when ``transposed``),
 (gradInput); for gradWeight TransData (input), [MemSet of the fp32 workspace when the 2D TBE dw
 kernel adds atomically: ``dw_k_parts > 1``, not deterministic], the dw kernel
 (Conv2DBackpropFilter for 1D/2D, Conv3DBackpropFilterV2 for 3D and for a deterministic dw on
-Atlas A2), [ReduceDwPartials when deterministic: npusim's separate vector reduction, inside
-the dw kernel on the chip], TransData (gradWeight); for gradBias ReduceSum.
+Atlas A2: a MIX_AIC kernel whose vector cores sum the partials; it zeroes its output itself),
+[ReduceDwPartials when deterministic on a coupled chip (Atlas training: the TBE deterministic
+binary's schedule is not public, so the sum stays a vector kernel of its own)], TransData
+(gradWeight); for gradBias ReduceSum.
 
 cubeMathType picks the cube's dtype (seed; kernels.md §2(a)): on Atlas A2 fp32 inputs run in
 fp32 (0), HF32 (1 or 3, SetHF32Mode) or fp16 (2), bf16 in bf16 (2 is an error); on Atlas
@@ -34,6 +38,7 @@ from npusim.ops.common import ceil_div, resolve_chip, round_up
 from npusim.ops.contiguous import to_gm
 from npusim.ops.conv_args import check_convolution_backward
 from npusim.ops.conv_cube import DwKernel, DxKernel
+from npusim.ops.conv_dw_mixed import DwMixedKernel, workspace_elements
 from npusim.ops.conv_geometry import dw_problem, dx_problem
 from npusim.ops.conv_tiling import conv_tiling, dw_block_grid, dw_l1_bytes, dx_l1_bytes
 from npusim.ops.conv_vector import BiasGradKernel, PartialSumKernel
@@ -159,17 +164,12 @@ class _Ctx:
         mr, ncols = ceil_div(p.gc, self.c0) * self.c0, ceil_div(p.fc, self.c0) * kh * kw * self.c0
         per = p.groups * p.kdhw[0] * mr * ncols
         slots = t.dw_k_parts if t.deterministic else 1
-        ws = self.tensor("gradWeight.fz", "float32", slots * per)
-        dw_type = op_types(s, t, run.chip)[1]
-        zero_out = per if dw_type == "Conv3DBackpropFilterV2" and run.chip.has_inter_core_sync \
-            else 0    # the V2 kernel zeroes its output itself, then SyncAll
-        if t.dw_k_parts > 1 and not t.deterministic and not zero_out:
-            launch_memset(run, ws, per)   # the TBE kernel atomically adds into ws
-        l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
-        run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type,
-                   args=dict(grad5=grad5, feat5=feat5, ws=ws, prob=p, tiling=t, cd=self.cd,
-                             l1_a=l1_a, l1_b=l1_b, hf32=s.hf32,
-                             blocks=dw_block_grid(p, t, self.c0), zero_out=zero_out))
+        if slots > 1 and run.chip.separated:   # A2: summed inside the mixed dw kernel
+            ws = self.dw_mixed(p, grad5, feat5, per)
+            slots = 1
+        else:
+            ws = self.tensor("gradWeight.fz", "float32", slots * per)
+            self.dw_cube(p, grad5, feat5, ws, per)
         if slots > 1:
             total = self.tensor("gradWeight.sum", "float32", per)
             tile = 4096
@@ -182,6 +182,37 @@ class _Ctx:
                            np.dtype("float32"), np.dtype(s.dw_dtype))
         run_transdata(run, plan, ws, dw)
         return (dw, shape)
+
+    def dw_args(self, p, grad5, feat5, per):
+        """The dw kernel's arguments but its workspaces; the kernel's op type."""
+        s, t, run = self.spec, self.t, self.run
+        dw_type = op_types(s, t, run.chip)[1]
+        zero_out = per if dw_type == "Conv3DBackpropFilterV2" and run.chip.has_inter_core_sync \
+            else 0    # the V2 kernel zeroes its output itself, then SyncAll
+        l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
+        return dict(grad5=grad5, feat5=feat5, prob=p, tiling=t, cd=self.cd, l1_a=l1_a,
+                    l1_b=l1_b, hf32=s.hf32, blocks=dw_block_grid(p, t, self.c0),
+                    zero_out=zero_out), dw_type
+
+    def dw_cube(self, p, grad5, feat5, ws, per):
+        """The cube-only dw kernel into ``ws`` (after a MemSet when the TBE kernel adds)."""
+        t, run = self.t, self.run
+        args, dw_type = self.dw_args(p, grad5, feat5, per)
+        if t.dw_k_parts > 1 and not t.deterministic and not args["zero_out"]:
+            launch_memset(run, ws, per)   # the TBE kernel atomically adds into ws
+        run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type, args=args | dict(ws=ws))
+
+    def dw_mixed(self, p, grad5, feat5, per):
+        """The deterministic A2 dw as one mixed kernel (``ops/conv_dw_mixed.py``): partials in
+        ping-pong slots, summed by the vector cores; returns the fp32 output."""
+        t = self.t
+        out = self.tensor("gradWeight.fz", "float32", per)
+        ws = self.tensor("gradWeight.partials", "float32",
+                         workspace_elements(t, t.dw_block_dim))
+        args, dw_type = self.dw_args(p, grad5, feat5, per)
+        self.run.launch(DwMixedKernel, block_dim=t.dw_block_dim, name=dw_type,
+                        args=args | dict(ws=ws, out=out))
+        return out
 
     def grad_bias(self):
         s, t, run = self.spec, self.t, self.run

@@ -15,13 +15,13 @@ cb = importlib.import_module("npusim.ops.convolution_backward")
 
 @pytest.fixture
 def kernels(monkeypatch):
-    """Every kernel's own Result by its instance name, as the operator launches them."""
+    """Every kernel's own Result and ``ws`` argument by its instance name."""
     parts = {}
     launch = seq.OpRun.launch
 
     def spy(self, kernel_cls, **kw):
         r = launch(self, kernel_cls, **kw)
-        parts[kw.get("name") or kernel_cls.__name__] = r
+        parts[kw.get("name") or kernel_cls.__name__] = (r, kw["args"].get("ws"))
         return r
 
     monkeypatch.setattr(seq.OpRun, "launch", spy)
@@ -62,7 +62,7 @@ def dirty_workspaces(monkeypatch):
 
 def test_3d_atomic_dw_zeroes_its_output_before_the_first_add(kernels):
     r, _ = conv(tiling={"dw_k_parts": 2})
-    k = kernels["Conv3DBackpropFilterV2"]
+    k = kernels["Conv3DBackpropFilterV2"][0]
     assert "MemSet" not in [s["op_type"] for s in r.stats["kernels"]]
     recs = k.tracer.records
     syncs = [rec for rec in recs if rec[2].name == "sync_all"]
@@ -100,3 +100,73 @@ def test_3d_dw_zeroing_is_charged(monkeypatch):
     zeroed = body()["body_cycles"]
     monkeypatch.setattr(cb.DwKernel, "zero_share", lambda self: None)
     assert body()["body_cycles"] < zeroed
+
+
+def det2d(tiling=None, **kw):
+    return conv(nd=2, n=4, sp=8, tiling={"dw_k_parts": 4, "deterministic": True} | (tiling or {}),
+                **kw)
+
+
+def test_deterministic_dw_on_a2_is_one_mixed_kernel(kernels):
+    """No separate reduction kernel: between TransData(input) and TransData(gradWeight) runs
+    only the MIX_AIC V2 kernel, and its vector cores did the fixed-order sums."""
+    r, _ = det2d()
+    ks = r.stats["kernels"]
+    names = [k["name"] for k in ks]
+    i, j = names.index("TransData(input.5hd)"), names.index("TransData(gradWeight)")
+    assert [k["op_type"] for k in ks[i + 1:j]] == ["Conv3DBackpropFilterV2"]
+    mixed = ks[i + 1]
+    assert mixed["task_type"] == "MIX_AIC" and "ReduceDwPartials" not in names
+    assert mixed["cores"] == 3 * mixed["blocks"]   # each cube core with its two vector cores
+    k = kernels["Conv3DBackpropFilterV2"][0]
+    adds = [rec for rec in k.tracer.records if rec[2].name == "add"]
+    assert adds and {rec[1] for rec in adds} == {"V"}
+    assert r.cycles == sum(k["wait_cycles"] + k["cycles"] for k in ks)
+
+
+def test_mixed_dw_bits_do_not_depend_on_cores_or_timing():
+    """Part order fixes the bits: 4 cube cores (one lane) or 24 (six lanes), with jitter."""
+    base, (x, w, dy) = det2d()
+    ref = base.outputs["gradWeight"]
+    for tiling, jitter in (({"dw_block_dim": 4}, None), ({"dw_block_dim": 7}, (3, 40.0)),
+                           ({}, (4, 40.0))):
+        r, _ = det2d(tiling, jitter=jitter)
+        np.testing.assert_array_equal(r.outputs["gradWeight"].view(np.uint16),
+                                      ref.view(np.uint16))
+    np.testing.assert_allclose(ref.astype(np.float32), torch_dw(x, w, dy), rtol=2e-3,
+                               atol=2e-2)
+
+
+def slot_conflicts(k, ws) -> int:
+    """Pairs of accesses to the same bytes of the partials' workspace, one a write, that
+    overlap in time (the sanitizer watches on-chip buffers only; GM is checked here)."""
+    lo, hi = ws.addr, ws.addr + ws.size * 4
+    acc = [(rec[4], rec[5], rec[2].gm_write, rec[2].gm_span()) for rec in k.tracer.records
+           if getattr(rec[2], "touches_gm", False)]
+    acc = [a for a in acc if a[3][0] < hi and lo < a[3][1]]
+    assert any(a[2] for a in acc) and not all(a[2] for a in acc)
+    return sum(1 for i, a in enumerate(acc) for b in acc[i + 1:]
+               if (a[2] or b[2]) and a[3][0] < b[3][1] and b[3][0] < a[3][1]
+               and a[0] < b[1] and b[0] < a[1])
+
+
+@pytest.mark.parametrize("jitter", [None, (5, 60.0)])
+def test_mixed_dw_slot_writes_and_reads_never_overlap(kernels, jitter):
+    det2d(jitter=jitter)
+    assert slot_conflicts(*kernels["Conv3DBackpropFilterV2"]) == 0
+
+
+def test_mixed_dw_without_its_barriers_races(kernels, monkeypatch):
+    """Without the phase barriers the vector cores read slots while the cube cores write
+    them, and gradWeight comes out wrong."""
+    good, _ = det2d()
+    mixed = importlib.import_module("npusim.ops.conv_dw_mixed")
+    monkeypatch.setattr(mixed, "sync_all", lambda: None)
+    bad, _ = det2d()
+    assert slot_conflicts(*kernels["Conv3DBackpropFilterV2"]) > 0
+    assert not np.array_equal(bad.outputs["gradWeight"], good.outputs["gradWeight"])
+
+
+def test_mixed_dw_needs_a_core_per_part():
+    with pytest.raises(Exception, match="dw_block_dim = 3 below dw_k_parts = 4"):
+        det2d({"dw_block_dim": 3})
