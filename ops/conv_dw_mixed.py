@@ -128,17 +128,17 @@ class DwMixedKernel(DwKernel):
                 sync_all()
 
     def reduce_phase(self, j: int, lanes: int, per_part: int):
-        """Phase j's blocks, cut into row tiles, round-robin over the vector cores."""
+        """Phase j's blocks, cut into row tiles (as many as there are vector cores, when the
+        rows allow), round-robin over the vector cores."""
         t, c0 = self.t, self.c0
         items = []
-        for lane in range(lanes):
-            rest = j * lanes + lane
-            if rest >= per_part:
-                break
-            g, kd, mb, nblock = self.task(rest)
+        busy = min(lanes, per_part - j * lanes)   # lanes with a block in phase j
+        for lane in range(busy):
+            g, kd, mb, nblock = self.task(j * lanes + lane)
             k1_lo = mb * (t.base_m // c0) * t.dw_step_m
             rows = min((t.base_m // c0) * t.dw_step_m, self.g1 - k1_lo) * c0
-            step = max(1, TILE // nblock[1])
+            # rows per tile: at most TILE elements, few enough that every vector core has one
+            step = max(1, min(TILE // nblock[1], ceil_div(busy * rows, get_block_num())))
             row0 = (g * self.p.kdhw[0] + kd) * self.g1 * c0 + k1_lo * c0
             items += [(lane, r0, min(step, rows - r0), row0, nblock)
                       for r0 in range(0, rows, step)]
