@@ -60,6 +60,20 @@ def conv_narrow_padded(chip, **options):
         chip=chip, tiling={"narrow": True, "base_m": 64, "dw_k_parts": 1}, **options)
 
 
+def conv_3d(chip, **options):
+    """3-D, K split over cores: Conv3DBackpropFilterV2 zeroes its output, SyncAll, then adds
+    atomically (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("3-D convolution backward runs on Atlas A2 only")
+    rng = np.random.default_rng(18)
+    x = rng.uniform(-1, 1, (2, 3, 4, 5, 5)).astype(np.float16)
+    w = rng.uniform(-1, 1, (4, 3, 3, 3, 3)).astype(np.float16)
+    dy = rng.uniform(-1, 1, (2, 4, 4, 5, 5)).astype(np.float16)
+    return ops.convolution_backward(
+        dy, x, w, bias_sizes=[4], stride=[1, 1, 1], padding=[1, 1, 1], dilation=[1, 1, 1],
+        output_padding=[0, 0, 0], chip=chip, tiling={"dw_k_parts": 2}, **options)
+
+
 def moe(chip, **options):
     """MoeTokenPermuteGrad with dropped copies, a chunked row and batched indices (A2 only)."""
     if npusim.load_chip(chip).product != "atlas-a2":
@@ -124,6 +138,7 @@ KERNELS = {
     "convolution_backward transposed": lambda chip, **o: conv(chip, transposed=True, **o),
     "convolution_backward kernel rows": conv_kernel_rows,
     "convolution_backward narrow, padded": conv_narrow_padded,
+    "convolution_backward 3-D, zeroed atomic dw": conv_3d,
     "moe_token_permute_grad": moe,
     "cross_entropy_loss_grad + contiguous": cross_entropy,
     "embedding_dense_backward sorted (sort, casts, D chunks)":
