@@ -262,7 +262,9 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     blocks = _dw_blocks(p, t, c0)
     slices = p.n * p.grad_dhw[0]
     if "dw_k_parts" not in fixed:
-        t = _replace(t, dw_k_parts=max(1, min(slices, chip.ai_core_count // max(blocks, 1))))
+        cores = t.dw_block_dim if "dw_block_dim" in fixed and t.deterministic and \
+            chip.separated else chip.ai_core_count   # the mixed dw: a core per K part
+        t = _replace(t, dw_k_parts=max(1, min(slices, cores // max(blocks, 1))))
     if "dw_block_dim" not in fixed:
         t = _replace(t, dw_block_dim=max(1, min(chip.ai_core_count, blocks * t.dw_k_parts)))
     return t

@@ -170,3 +170,8 @@ def test_mixed_dw_without_its_barriers_races(kernels, monkeypatch):
 def test_mixed_dw_needs_a_core_per_part():
     with pytest.raises(Exception, match="dw_block_dim = 3 below dw_k_parts = 4"):
         det2d({"dw_block_dim": 3})
+
+
+def test_mixed_dw_parts_follow_a_given_block_dim():
+    r, _ = conv(nd=2, n=4, sp=8, tiling={"deterministic": True, "dw_block_dim": 3})
+    assert (r.tiling.dw_k_parts, r.tiling.dw_block_dim) == (3, 3)
