@@ -175,3 +175,11 @@ def test_mixed_dw_needs_a_core_per_part():
 def test_mixed_dw_parts_follow_a_given_block_dim():
     r, _ = conv(nd=2, n=4, sp=8, tiling={"deterministic": True, "dw_block_dim": 3})
     assert (r.tiling.dw_k_parts, r.tiling.dw_block_dim) == (3, 3)
+
+
+def test_mixed_and_zeroing_kernels_run_in_functional_mode():
+    for run in (det2d, lambda **kw: conv(tiling={"dw_k_parts": 2}, **kw)):
+        timed, _ = run()
+        functional, _ = run(mode="functional")
+        np.testing.assert_array_equal(functional.outputs["gradWeight"].view(np.uint16),
+                                      timed.outputs["gradWeight"].view(np.uint16))
