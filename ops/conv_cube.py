@@ -17,7 +17,9 @@ deep), Mmad accumulating in L0C over the whole K of the task, then out.
   ``dw_step_k``. A = gradᵀ by LoadData3D with a 1 x 1 window and en_transpose into L0A; B =
   img2col(feature) by LoadData3D with the real window, stride, dilation and pads into L0B. The
   fp32 result goes to a workspace in the FRACTAL_Z column order, atomically added when K is
-  split over cores (or to one slot per K part in the deterministic variant).
+  split over cores (or to one slot per K part in the deterministic variant; on Atlas A2 the
+  mixed ``DwMixedKernel`` of ``ops/conv_dw_mixed.py``). Conv3DBackpropFilterV2 first zeroes
+  its output (``zero_out``, then SyncAll).
 
 Large kernels and long rows (the tiling chooses these only when the plain chunks do not fit
 L1): a dx chunk may hold ``dx_step_kh`` of the kH kernel rows of one channel block — it is a
