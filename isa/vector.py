@@ -42,6 +42,7 @@ carries its own mask), Ascend C's rules on partially overlapping dst and src, th
 mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
+import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import ClassVar
@@ -168,8 +169,22 @@ def cost_class(dtype) -> str:
     return "int"
 
 
+_SCALARS: dict = {}   # (type, value, sign, dtype) -> converted scalar (scalar_as)
+
+
 def scalar_as(value, dtype, what: str):
     """``value`` converted to ``dtype`` as the chip's scalar register would hold it."""
+    kind = type(value)
+    if kind is int or (kind is float and value == value):   # cached: kernels repeat constants
+        key = (kind, value, math.copysign(1.0, value) if kind is float else 0, dtype)
+        hit = _SCALARS.get(key)
+        if hit is None:
+            hit = _SCALARS[key] = _scalar_as(value, dtype, what)
+        return hit
+    return _scalar_as(value, dtype, what)
+
+
+def _scalar_as(value, dtype, what: str):
     dt = np.dtype(dtype)
     if is_float(dt):
         if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
@@ -237,8 +252,9 @@ class VectorInstr(Instr):
     def __post_init__(self):
         _check_form(self)
         for tensor, which, writes in self.operand_list():
-            tensor.check(self.span_bytes(tensor, which),
-                         f"{self.name} {'write' if writes else 'read'} of {which}")
+            nbytes = self.span_bytes(tensor, which)
+            if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
+                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
         self.check_operands()
 
     # -- what subclasses describe
