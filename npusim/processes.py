@@ -12,6 +12,8 @@ def pipe_process(engine, pipe):
     env, core = engine.env, pipe.core
     queue = pipe.queue
     tracer = engine.tracer
+    numerics, san, name = engine.numerics, engine.sanitizer, pipe.name
+    records = tracer.records if tracer is not None else None
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -43,7 +45,15 @@ def pipe_process(engine, pipe):
             end = _exec_end(engine, pipe, inst, start)
             if end > start:
                 yield env.timeout(end - start)
-            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
+            # _exec_done, inlined: the semantics at the end, then the accounting
+            if numerics:
+                inst.execute()
+            pipe.last_end = end
+            pipe.busy_cycles += end - start
+            if san is not None:
+                san.on_exec(core.index, name, inst, clock)
+            if records is not None:
+                records.append((core.index, name, inst, t_issue, start, end))
         elif kind == "set":
             _run_set(engine, pipe, inst, t_issue, clock)
         else:
@@ -104,18 +114,6 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
             end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
     return end
-
-
-def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
-    """Apply the semantics at the end of the instruction, and account for it."""
-    if engine.numerics:
-        inst.execute()
-    pipe.last_end = end
-    pipe.busy_cycles += end - start
-    if engine.sanitizer is not None:
-        engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
-    if engine.tracer is not None:
-        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
 
 
 def _trace_sync(engine, pipe, inst, t_issue, start, end) -> None:

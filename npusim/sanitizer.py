@@ -101,12 +101,12 @@ class Sanitizer:
     def on_exec(self, core: int, pipe: str, inst, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
         vc = self.vc[t]
-        epoch = int(vc[t])
+        epoch = vc.item(t)
         for store, lo, hi in inst.reads():
-            if hi > lo and isinstance(store, Buffer):
+            if hi > lo and type(store) is Buffer:
                 self._access(store, lo, hi, False, t, vc, epoch, inst)
         for store, lo, hi in inst.writes():
-            if hi > lo and isinstance(store, Buffer):
+            if hi > lo and type(store) is Buffer:
                 self._access(store, lo, hi, True, t, vc, epoch, inst)
 
     def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
@@ -115,7 +115,11 @@ class Sanitizer:
             pages = self.history[store] = {}
         first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
         if first == last:                   # one page: its list is already oldest first
-            entries = pages.get(first, ())
+            entries = pages.get(first)
+            if entries is None:             # nothing to check against
+                self.seq += 1
+                pages[first] = [(self.seq, lo, hi, t, epoch, write, inst)]
+                return
         else:
             found = {}
             for page in range(first, last + 1):
@@ -127,7 +131,7 @@ class Sanitizer:
             seq, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
             if e_hi <= lo or e_lo >= hi:
                 continue
-            if e_t != t and e_epoch > vc[e_t]:          # not ordered before this access
+            if e_t != t and e_epoch > vc.item(e_t):     # not ordered before this access
                 if write or e_write:
                     self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
                                  (t, inst, write))
