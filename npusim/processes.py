@@ -14,6 +14,7 @@ def pipe_process(engine, pipe):
     tracer = engine.tracer
     numerics, san, name = engine.numerics, engine.sanitizer, pipe.name
     records = tracer.records if tracer is not None else None
+    flags, flag_cycles = core.flags, engine.chip.flag_cycles
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -56,6 +57,17 @@ def pipe_process(engine, pipe):
                 records.append((core.index, name, inst, t_issue, start, end))
         elif kind == "set":
             _run_set(engine, pipe, inst, t_issue, clock)
+        elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
+            start = env.now
+            pipe.blocked_on = None
+            visible = flags[inst.key].popleft()
+            if visible > start:
+                yield env.timeout(visible - start)
+            if san is not None:
+                san.on_wait(core.index, name, inst.key, clock)
+            pipe.not_before = env.now + flag_cycles
+            if records is not None:
+                records.append((core.index, name, inst, t_issue, start, pipe.not_before))
         else:
             yield from _run_sync(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
@@ -71,7 +83,9 @@ def _run_set(engine, pipe, inst, t_issue, clock) -> None:
     if engine.sanitizer is not None:
         engine.sanitizer.on_set(core.index, pipe.name, inst.key, clock)
     core.set_flag(inst.key, pipe.not_before)
-    _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
+    if engine.tracer is not None:
+        engine.tracer.records.append((core.index, pipe.name, inst, t_issue, env.now,
+                                      pipe.not_before))
 
 
 def _run_sync(engine, pipe, inst, t_issue, clock):

@@ -59,7 +59,10 @@ class Sanitizer:
 
     def on_set(self, core: int, pipe: str, key, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
-        self.flag_clocks.setdefault((core, key), deque()).append(self.vc[t].copy())
+        pending = self.flag_clocks.get((core, key))
+        if pending is None:
+            pending = self.flag_clocks[(core, key)] = deque()
+        pending.append(self.vc[t].copy())
 
     def on_wait(self, core: int, pipe: str, key, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
