@@ -318,7 +318,7 @@ class Mmad(Instr):
         return "hfloat32" if self.hf32 else name_of(self.a.dtype)
 
     def validate(self, chip) -> None:
-        self._check_operands()
+        # _check_operands ran at construction, on these very (frozen) fields
         if (chip.fractal_m, chip.fractal_n, chip.fractal_k_bytes) != (FRACTAL_ROWS, FRACTAL_ROWS,
                                                                        C0_BYTES):
             raise NpusimError(f"mmad: chip {chip.name!r} has {chip.fractal_m} x {chip.fractal_n} "
