@@ -68,7 +68,7 @@ FRACTAL_ROWS = 16        # rows of an A fractal, columns of a B fractal, both si
 C0_BYTES = 32            # bytes of one fractal row: k0 = C0_BYTES / sizeof(T) (MMAD)
 FRACTAL_BYTES = FRACTAL_ROWS * C0_BYTES
 MAX_MNK = 4095           # MmadParams m, n, k in [0, 4095] (MMAD)
-CHUNK_ELEMENTS = 1 << 22  # float64 elements of step partial sums held at once
+CHUNK_ELEMENTS = 1 << 16  # float64 elements of step sums formed at once (cache-sized)
 SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}   # IEEE / bf16 formats
 
 # (A dtype name, C dtype name) pairs Mmad accepts
@@ -174,6 +174,11 @@ def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _room(kk: int) -> int:
+    """Bits a step of ``kk`` products leaves for the operands' spans (53 minus carries)."""
+    return 53 - int(np.ceil(np.log2(max(kk, 1))))
+
+
 def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
     """The float64 step sums of a3 (steps x m x kk) · b3 (steps x kk x n), in the order of
     rule 2 of the module docstring; ``bits``: significant bits of the operands' dtype.
@@ -182,32 +187,26 @@ def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
     per step, row and column from the operands' exponents) each add is exact, so any order
     gives the same sum and BLAS computes it; the other elements are summed in order.
     """
-    kk = a3.shape[2]
-    room = 53 - int(np.ceil(np.log2(max(kk, 1))))
-    # A whole step's span bounds each of its rows' and columns': most steps pass at once.
-    ok = _slice_span(a3, (1, 2), bits) + _slice_span(b3, (1, 2), bits) <= room
+    return _sums(a3, b3, _slice_span(a3, 2, bits), _slice_span(b3, 1, bits),
+                 _room(a3.shape[2]))
+
+
+def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
+    """step_sums given the spans of every step's rows of A (steps x m) and columns of B
+    (steps x n)."""
+    ok = ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room
+    out = np.matmul(a3, b3)
     if ok.all():
-        return np.matmul(a3, b3)
-    if not ok.any():
-        return _row_step_sums(a3, b3, bits, room)
-    out = np.matmul(a3, b3)
+        return out
     bad = np.flatnonzero(~ok)
-    out[bad] = _row_step_sums(a3[bad], b3[bad], bits, room)
-    return out
-
-
-def _row_step_sums(a3: np.ndarray, b3: np.ndarray, bits: int, room: int) -> np.ndarray:
-    """step_sums with the exactness checked per step, row and column."""
-    ra, rb = _slice_span(a3, 2, bits), _slice_span(b3, 1, bits)
-    if (ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room).all():
-        return np.matmul(a3, b3)
-    exact = ra[:, :, None] + rb[:, None, :] <= room
+    a_bad, b_bad = a3[bad], b3[bad]
+    exact = ra[bad][:, :, None] + rb[bad][:, None, :] <= room
     if exact.mean() < 0.75:
-        return _sequential(a3, b3)
-    out = np.matmul(a3, b3)
+        out[bad] = _sequential(a_bad, b_bad)
+        return out
     s, i, j = np.nonzero(~exact)
     if s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
-        out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
+        out[bad[s], i, j] = _sequential(a_bad[s, i, None, :], b_bad[s, :, j, None])[:, 0, 0]
     return out
 
 
@@ -216,17 +215,22 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53):
 
     ``a`` (m x k) and ``b`` (k x n) are float64 holding values of ``bits`` significant bits.
     Within a step the products are added in float64 in increasing k, starting from the first
-    product (see the module docstring).
+    product (see the module docstring). The spans of every step's rows and columns are found
+    once for the whole of A and B; the sums are then formed a cache-sized chunk of steps at a
+    time (the chunking changes no bit: each element's sum is exact or taken in order).
     """
     m, k = a.shape
     n = b.shape[1]
     full = k // k0
+    if full:
+        ra = _slice_span(a[:, :full * k0].reshape(m, full, k0), 2, bits).T
+        rb = _slice_span(b[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
         s1 = min(full, s0 + per_chunk)
         a3 = a[:, s0 * k0:s1 * k0].reshape(m, s1 - s0, k0).transpose(1, 0, 2)
         b3 = b[s0 * k0:s1 * k0].reshape(s1 - s0, k0, n)
-        yield from step_sums(a3, b3, bits).astype(np.float32)
+        yield from _sums(a3, b3, ra[s0:s1], rb[s0:s1], _room(k0)).astype(np.float32)
     if k % k0:
         tail = step_sums(a[None, :, full * k0:], b[None, full * k0:], bits)
         yield tail[0].astype(np.float32)
