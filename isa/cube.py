@@ -143,15 +143,25 @@ def round_hf32(x: np.ndarray, mantissa_bits: int, ties_away: bool) -> np.ndarray
 
 MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)   # float64 bits without the sign: ordered as |x|
 INF_BITS = np.int64(0x7FF0000000000000)
+NORMAL_BITS = np.uint64(1 << 52)           # the smallest normal float64's bits
 
 
-def _span(top_bits: np.ndarray, low_bits: np.ndarray, bits: int) -> np.ndarray:
-    """e_max - e_min + bits from the magnitude bits of the largest and smallest nonzero value
-    (see _slice_span)."""
-    top, low = top_bits.view(np.float64), low_bits.view(np.float64)
-    e_top, e_low = np.frexp(top)[1], np.frexp(np.where(np.isfinite(low), low, 1.0))[1]
-    span = np.where(top > 0, e_top - e_low + bits, 0)
-    return np.where(np.isfinite(top), span, 999)
+def _span(top: np.ndarray, low: np.ndarray, bits: int) -> np.ndarray:
+    """e_max - e_min + bits (see _slice_span) from the magnitude bits of each slice's largest
+    value (int64) and of its smallest nonzero one less one (uint64, 2**64 - 1 when all zero).
+
+    The exponents are read from the bits: a normal float64 with biased exponent E has frexp
+    exponent E - 1022, so the difference of the biased exponents is the difference of frexp's.
+    float64 subnormals (never the widening of fp16, bf16 or fp32 data) go through frexp.
+    """
+    low = low + np.uint64(1)
+    if ((low < NORMAL_BITS) & (top > 0)).any():
+        lowf = low.view(np.int64).view(np.float64)
+        e_low = np.frexp(np.where(np.isfinite(lowf), lowf, 1.0))[1]
+        span = np.frexp(top.view(np.float64))[1] - e_low + bits
+    else:
+        span = (top >> 52) - (low >> np.uint64(52)).view(np.int64) + bits
+    return np.where(top == 0, 0, np.where(top >= INF_BITS, 999, span))
 
 
 def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
@@ -162,8 +172,8 @@ def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
     mag = x.view(np.int64) & MAGNITUDE
     if axis == x.ndim - 1:      # numpy reduces a short inner axis slowly: make it the middle
         mag, axis = np.ascontiguousarray(mag.swapaxes(-1, -2)), axis - 1
-    low = np.where(mag > 0, mag, INF_BITS).min(axis=axis)
-    return _span(mag.max(axis=axis), low, bits)
+    # zeros become 2**64 - 1 as unsigned: the minimum is the smallest nonzero, less one
+    return _span(mag.max(axis=axis), (mag - 1).view(np.uint64).min(axis=axis), bits)
 
 
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
