@@ -209,14 +209,18 @@ def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     if ok.all():
         return out
     bad = np.flatnonzero(~ok)
-    a_bad, b_bad = a3[bad], b3[bad]
-    exact = ra[bad][:, :, None] + rb[bad][:, None, :] <= room
-    if exact.mean() < 0.75:
-        out[bad] = _sequential(a_bad, b_bad)
-        return out
-    s, i, j = np.nonzero(~exact)
-    if s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
-        out[bad[s], i, j] = _sequential(a_bad[s, i, None, :], b_bad[s, :, j, None])[:, 0, 0]
+    ra, rb = ra[bad], rb[bad]
+    # An element (i, j) that may be inexact has a row i that fails with the step's widest
+    # column and a column j that fails with its widest row: look only there.
+    rows = ra + rb.max(axis=1, keepdims=True) > room
+    cols = rb + ra.max(axis=1, keepdims=True) > room
+    s, i, j = np.nonzero(rows[:, :, None] & cols[:, None, :])
+    inexact = ra[s, i] + rb[s, j] > room
+    s, i, j = bad[s[inexact]], i[inexact], j[inexact]
+    if 4 * s.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
+        out[bad] = _sequential(a3[bad], b3[bad])
+    elif s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
+        out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
     return out
 
 
