@@ -143,37 +143,49 @@ def round_hf32(x: np.ndarray, mantissa_bits: int, ties_away: bool) -> np.ndarray
 
 MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)   # float64 bits without the sign: ordered as |x|
 INF_BITS = np.int64(0x7FF0000000000000)
-NORMAL_BITS = np.uint64(1 << 52)           # the smallest normal float64's bits
+NORMAL_BITS = np.int64(1 << 52)            # the smallest normal float64's bits
+UNSIGNED = {2: np.uint16, 4: np.uint32}    # the bits of fp16 / bf16 and of fp32
 
 
 def _span(top: np.ndarray, low: np.ndarray, bits: int) -> np.ndarray:
-    """e_max - e_min + bits (see _slice_span) from the magnitude bits of each slice's largest
-    value (int64) and of its smallest nonzero one less one (uint64, 2**64 - 1 when all zero).
+    """e_max - e_min + bits (see _slice_span) from the float64 magnitude bits (int64) of each
+    slice's largest value and of its smallest nonzero one (anything when all are zero).
 
     The exponents are read from the bits: a normal float64 with biased exponent E has frexp
     exponent E - 1022, so the difference of the biased exponents is the difference of frexp's.
     float64 subnormals (never the widening of fp16, bf16 or fp32 data) go through frexp.
     """
-    low = low + np.uint64(1)
     if ((low < NORMAL_BITS) & (top > 0)).any():
-        lowf = low.view(np.int64).view(np.float64)
-        e_low = np.frexp(np.where(np.isfinite(lowf), lowf, 1.0))[1]
-        span = np.frexp(top.view(np.float64))[1] - e_low + bits
+        span = np.frexp(top.view(np.float64))[1] - np.frexp(low.view(np.float64))[1] + bits
     else:
-        span = (top >> 52) - (low >> np.uint64(52)).view(np.int64) + bits
+        span = (top >> 52) - (low >> 52) + bits
     return np.where(top == 0, 0, np.where(top >= INF_BITS, 999, span))
+
+
+def _extremes(x: np.ndarray, axis, unsigned, sign) -> tuple[np.ndarray, np.ndarray]:
+    """Per slice, the largest magnitude and the smallest nonzero one, as unsigned bits."""
+    mag = x.view(unsigned) & ~sign
+    if axis == x.ndim - 1:      # numpy reduces a short inner axis slowly: make it the middle
+        mag, axis = np.ascontiguousarray(mag.swapaxes(-1, -2)), axis - 1
+    one = unsigned(1)   # zeros wrap to the largest value: the minimum is the smallest nonzero
+    return mag.max(axis=axis), (mag - one).min(axis=axis) + one
 
 
 def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
     """Per slice along ``axis``: e_max - e_min + bits, where every |value| < 2**e_max and every
     nonzero one is at least 2**(e_min - 1) and has ``bits`` significant bits, so a multiple of
-    2**(e_min - bits). 0 for an all-zero slice, 999 for one holding inf or nan. ``x`` is
-    float64; the magnitudes are compared as integers (the bits of |x| order as |x| does)."""
-    mag = x.view(np.int64) & MAGNITUDE
-    if axis == x.ndim - 1:      # numpy reduces a short inner axis slowly: make it the middle
-        mag, axis = np.ascontiguousarray(mag.swapaxes(-1, -2)), axis - 1
-    # zeros become 2**64 - 1 as unsigned: the minimum is the smallest nonzero, less one
-    return _span(mag.max(axis=axis), (mag - 1).view(np.uint64).min(axis=axis), bits)
+    2**(e_min - bits). 0 for an all-zero slice, 999 for one holding inf or nan.
+
+    ``x`` is float64, or fp16, bf16 or fp32 (read in its own, narrower bits: the same spans).
+    The magnitudes are compared as unsigned integers (the bits of |x| order as |x| does); the
+    two extremes of each slice are then widened to float64."""
+    if x.dtype != np.float64:
+        unsigned = UNSIGNED[x.dtype.itemsize]
+        top, low = _extremes(x, axis, unsigned, unsigned(1 << (8 * x.dtype.itemsize - 1)))
+        return _span(*(v.view(x.dtype).astype(np.float64).view(np.int64) for v in (top, low)),
+                     bits)
+    top, low = _extremes(x, axis, np.uint64, np.uint64(1 << 63))
+    return _span(top.view(np.int64), low.view(np.int64), bits)
 
 
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
@@ -224,21 +236,23 @@ def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     return out
 
 
-def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53):
+def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=None):
     """Yield, in increasing k, each k-step's sums rounded to fp32 (an m x n array).
 
     ``a`` (m x k) and ``b`` (k x n) are float64 holding values of ``bits`` significant bits.
     Within a step the products are added in float64 in increasing k, starting from the first
     product (see the module docstring). The spans of every step's rows and columns are found
-    once for the whole of A and B; the sums are then formed a cache-sized chunk of steps at a
+    once for the whole of A and B (from ``raw``, the same A and B in their own dtype, when
+    given: fewer bytes to read); the sums are then formed a cache-sized chunk of steps at a
     time (the chunking changes no bit: each element's sum is exact or taken in order).
     """
     m, k = a.shape
     n = b.shape[1]
     full = k // k0
     if full:
-        ra = _slice_span(a[:, :full * k0].reshape(m, full, k0), 2, bits).T
-        rb = _slice_span(b[:full * k0].reshape(full, k0, n), 1, bits)
+        sa, sb = raw if raw is not None else (a, b)
+        ra = _slice_span(sa[:, :full * k0].reshape(m, full, k0), 2, bits).T
+        rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
         s1 = min(full, s0 + per_chunk)
@@ -411,7 +425,8 @@ class Mmad(Instr):
         acc = np.array(acc, np.float32)
         bits = (self.hf32_mantissa_bits + 1 if self.hf32
                 else SIGNIFICANT_BITS.get(a.dtype.name, 53))
-        for partial in step_partials(a.astype(np.float64), b.astype(np.float64), self.k0, bits):
+        for partial in step_partials(a.astype(np.float64), b.astype(np.float64), self.k0, bits,
+                                     raw=(a, b)):
             acc += partial
         return acc
 
