@@ -398,7 +398,10 @@ class Binary(VectorInstr):
     def execute(self) -> None:
         a, b = self.load(self.src0, "src0"), self.load(self.src1, "src1")
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(a, b))
+            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+                self.fn(a, b, out=self.dst.array(self.count))
+            else:
+                self.store(self.dst, "dst", self.fn(a, b))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -475,7 +478,10 @@ class TensorScalar(VectorInstr):
     def execute(self) -> None:
         s = scalar_as(self.scalar, self.dst.dtype, self.name)
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
+            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+                self.fn(self.load(self.src, "src0"), s, out=self.dst.array(self.count))
+            else:
+                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}
