@@ -68,7 +68,7 @@ FRACTAL_ROWS = 16        # rows of an A fractal, columns of a B fractal, both si
 C0_BYTES = 32            # bytes of one fractal row: k0 = C0_BYTES / sizeof(T) (MMAD)
 FRACTAL_BYTES = FRACTAL_ROWS * C0_BYTES
 MAX_MNK = 4095           # MmadParams m, n, k in [0, 4095] (MMAD)
-CHUNK_ELEMENTS = 1 << 16  # float64 elements of step sums formed at once (cache-sized)
+CHUNK_ELEMENTS = 1 << 17  # float64 elements of step sums formed at once (cache-sized)
 SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}   # IEEE / bf16 formats
 
 # (A dtype name, C dtype name) pairs Mmad accepts
@@ -226,9 +226,14 @@ def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     # column and a column j that fails with its widest row: look only there.
     rows = ra + rb.max(axis=1, keepdims=True) > room
     cols = rb + ra.max(axis=1, keepdims=True) > room
-    s, i, j = np.nonzero(rows[:, :, None] & cols[:, None, :])
-    inexact = ra[s, i] + rb[s, j] > room
-    s, i, j = bad[s[inexact]], i[inexact], j[inexact]
+    found = []
+    for q in np.flatnonzero(rows.any(axis=1) & cols.any(axis=1)).tolist():
+        i, j = np.flatnonzero(rows[q]), np.flatnonzero(cols[q])
+        ii, jj = np.nonzero(ra[q, i][:, None] + rb[q, j][None, :] > room)
+        found.append((np.full(ii.size, bad[q]), i[ii], j[jj]))
+    if not found:
+        return out
+    s, i, j = (np.concatenate(parts) for parts in zip(*found, strict=True))
     if 4 * s.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
         out[bad] = _sequential(a3[bad], b3[bad])
     elif s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
