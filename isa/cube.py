@@ -168,7 +168,7 @@ def _extremes(x: np.ndarray, axis, unsigned, sign) -> tuple[np.ndarray, np.ndarr
     if axis == x.ndim - 1:      # numpy reduces a short inner axis slowly: make it the middle
         mag, axis = np.ascontiguousarray(mag.swapaxes(-1, -2)), axis - 1
     one = unsigned(1)   # zeros wrap to the largest value: the minimum is the smallest nonzero
-    return mag.max(axis=axis), (mag - one).min(axis=axis) + one
+    return np.maximum.reduce(mag, axis=axis), np.minimum.reduce(mag - one, axis=axis) + one
 
 
 def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
@@ -256,7 +256,8 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
     full = k // k0
     if full:
         sa, sb = raw if raw is not None else (a, b)
-        ra = _slice_span(sa[:, :full * k0].reshape(m, full, k0), 2, bits).T
+        # A's rows per step: k-major (a copy in A's own dtype), so each reduction runs over m
+        ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
         rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
