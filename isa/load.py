@@ -61,10 +61,14 @@ def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, di
     col = k_start + np.arange(k_ext)
     ci, cc0 = col // (fh * fw * c0), col % c0
     kh, kw = (col // (fw * c0)) % fh, (col // c0) % fw
-    h = (pos // wo * stride_h - top)[:, None] + (kh * dil_h)
-    w = (pos % wo * stride_w - left)[:, None] + (kw * dil_w)
-    inside = (h >= 0) & (h < l1_h) & (w >= 0) & (w < l1_w)
-    idx = ((ci * l1_h + h) * l1_w + w) * c0 + cc0
+    hb, wb = pos // wo * stride_h - top, pos % wo * stride_w - left   # window corner per row
+    # element (row, col) reads map row hb + kh*dil_h, column wb + kw*dil_w: inside the map
+    # when both are; per row, which taps are is a small (rows x fh) and (rows x fw) table
+    th, tw = hb[:, None] + np.arange(fh) * dil_h, wb[:, None] + np.arange(fw) * dil_w
+    inside = ((th >= 0) & (th < l1_h))[:, kh] & ((tw >= 0) & (tw < l1_w))[:, kw]
+    # ((ci*l1_h + h)*l1_w + w)*c0 + cc0 splits into a row part and a column part
+    idx = ((hb * l1_w + wb) * c0)[:, None] + (((ci * l1_h + kh * dil_h) * l1_w + kw * dil_w)
+                                               * c0 + cc0)[None, :]
     idx = np.where(inside, idx, c1 * l1_h * l1_w * c0)
     idx.setflags(write=False)
     return idx
