@@ -43,7 +43,7 @@ mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import ClassVar
 
@@ -248,13 +248,19 @@ class VectorInstr(Instr):
     op_dtypes: ClassVar[tuple[str, ...]] = ARITH
     count: int | None = None
     repeat: RepeatParams | None = None
+    # (reads, writes) as reads() and writes() give them, found once at construction
+    regions: tuple = field(default=((), ()), init=False, repr=False, compare=False)
 
     def __post_init__(self):
         _check_form(self)
-        for tensor, which, writes in self.operand_list():
+        reads, writes = [], []
+        for tensor, which, writes_it in self.operand_list():
             nbytes = self.span_bytes(tensor, which)
             if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
-                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
+                tensor.check(nbytes, f"{self.name} {'write' if writes_it else 'read'} of {which}")
+            (writes if writes_it else reads).append((tensor.store, tensor.addr,
+                                                     tensor.addr + nbytes))
+        object.__setattr__(self, "regions", (tuple(reads), tuple(writes)))
         self.check_operands()
 
     # -- what subclasses describe
@@ -347,12 +353,10 @@ class VectorInstr(Instr):
         self.cost(chip)
 
     def reads(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if not writes)
+        return self.regions[0]
 
     def writes(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if writes)
+        return self.regions[1]
 
     def operands(self) -> dict:
         form = ({"count": self.count} if self.repeat is None else
