@@ -329,7 +329,12 @@ class VectorInstr(Instr):
         return -(-self.count * self.lane_dtype().itemsize // REPEAT_BYTES)
 
     def cost(self, chip) -> tuple[float, float]:
-        return chip.vector_cost(self.op, cost_class(self.cost_dtype()))
+        dt = self.cost_dtype()
+        hit = _COSTS.get((self.op, dt, id(chip)))
+        if hit is None or hit[0] is not chip:
+            hit = _COSTS[(self.op, dt, id(chip))] = (chip, chip.vector_cost(self.op,
+                                                                             cost_class(dt)))
+        return hit[1]
 
     def head(self, chip) -> float:
         return self.cost(chip)[0]
@@ -365,6 +370,7 @@ class VectorInstr(Instr):
 
 
 _ALLOWED: dict = {}  # (instruction class, id(chip)) -> (chip, allowed dtype names)
+_COSTS: dict = {}    # (op, cost dtype, id(chip)) -> (chip, (head, cycles per repeat))
 
 
 def _allowed_on(inst, chip) -> tuple:
