@@ -43,7 +43,7 @@ mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import ClassVar
 
@@ -248,19 +248,13 @@ class VectorInstr(Instr):
     op_dtypes: ClassVar[tuple[str, ...]] = ARITH
     count: int | None = None
     repeat: RepeatParams | None = None
-    # (reads, writes) as reads() and writes() give them, found once at construction
-    regions: tuple = field(default=((), ()), init=False, repr=False, compare=False)
 
     def __post_init__(self):
         _check_form(self)
-        reads, writes = [], []
-        for tensor, which, writes_it in self.operand_list():
+        for tensor, which, writes in self.operand_list():
             nbytes = self.span_bytes(tensor, which)
             if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
-                tensor.check(nbytes, f"{self.name} {'write' if writes_it else 'read'} of {which}")
-            (writes if writes_it else reads).append((tensor.store, tensor.addr,
-                                                     tensor.addr + nbytes))
-        object.__setattr__(self, "regions", (tuple(reads), tuple(writes)))
+                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
         self.check_operands()
 
     # -- what subclasses describe
@@ -358,10 +352,12 @@ class VectorInstr(Instr):
         self.cost(chip)
 
     def reads(self) -> tuple:
-        return self.regions[0]
+        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
+                     for t, w, writes in self.operand_list() if not writes)
 
     def writes(self) -> tuple:
-        return self.regions[1]
+        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
+                     for t, w, writes in self.operand_list() if writes)
 
     def operands(self) -> dict:
         form = ({"count": self.count} if self.repeat is None else
