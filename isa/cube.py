@@ -68,7 +68,7 @@ FRACTAL_ROWS = 16        # rows of an A fractal, columns of a B fractal, both si
 C0_BYTES = 32            # bytes of one fractal row: k0 = C0_BYTES / sizeof(T) (MMAD)
 FRACTAL_BYTES = FRACTAL_ROWS * C0_BYTES
 MAX_MNK = 4095           # MmadParams m, n, k in [0, 4095] (MMAD)
-CHUNK_ELEMENTS = 1 << 22  # float64 elements of step partial sums held at once
+CHUNK_ELEMENTS = 1 << 17  # float64 elements of step sums formed at once (cache-sized)
 SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}   # IEEE / bf16 formats
 
 # (A dtype name, C dtype name) pairs Mmad accepts
@@ -141,16 +141,51 @@ def round_hf32(x: np.ndarray, mantissa_bits: int, ties_away: bool) -> np.ndarray
     return np.where(finite, rounded, bits).view(np.float32)
 
 
-def _slice_span(x: np.ndarray, axis: int, bits: int) -> np.ndarray:
+MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)   # float64 bits without the sign: ordered as |x|
+INF_BITS = np.int64(0x7FF0000000000000)
+NORMAL_BITS = np.int64(1 << 52)            # the smallest normal float64's bits
+UNSIGNED = {2: np.uint16, 4: np.uint32}    # the bits of fp16 / bf16 and of fp32
+
+
+def _span(top: np.ndarray, low: np.ndarray, bits: int) -> np.ndarray:
+    """e_max - e_min + bits (see _slice_span) from the float64 magnitude bits (int64) of each
+    slice's largest value and of its smallest nonzero one (anything when all are zero).
+
+    The exponents are read from the bits: a normal float64 with biased exponent E has frexp
+    exponent E - 1022, so the difference of the biased exponents is the difference of frexp's.
+    float64 subnormals (never the widening of fp16, bf16 or fp32 data) go through frexp.
+    """
+    if ((low < NORMAL_BITS) & (top > 0)).any():
+        span = np.frexp(top.view(np.float64))[1] - np.frexp(low.view(np.float64))[1] + bits
+    else:
+        span = (top >> 52) - (low >> 52) + bits
+    return np.where(top == 0, 0, np.where(top >= INF_BITS, 999, span))
+
+
+def _extremes(x: np.ndarray, axis, unsigned, sign) -> tuple[np.ndarray, np.ndarray]:
+    """Per slice, the largest magnitude and the smallest nonzero one, as unsigned bits."""
+    mag = x.view(unsigned) & ~sign
+    if axis == x.ndim - 1:      # numpy reduces a short inner axis slowly: make it the middle
+        mag, axis = np.ascontiguousarray(mag.swapaxes(-1, -2)), axis - 1
+    one = unsigned(1)   # zeros wrap to the largest value: the minimum is the smallest nonzero
+    return np.maximum.reduce(mag, axis=axis), np.minimum.reduce(mag - one, axis=axis) + one
+
+
+def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
     """Per slice along ``axis``: e_max - e_min + bits, where every |value| < 2**e_max and every
     nonzero one is at least 2**(e_min - 1) and has ``bits`` significant bits, so a multiple of
-    2**(e_min - bits). 0 for an all-zero slice, 999 for one holding inf or nan."""
-    mag = np.abs(x)
-    top = mag.max(axis=axis)
-    low = np.where(mag > 0, mag, np.inf).min(axis=axis)
-    e_top, e_low = np.frexp(top)[1], np.frexp(np.where(np.isfinite(low), low, 1.0))[1]
-    span = np.where(top > 0, e_top - e_low + bits, 0)
-    return np.where(np.isfinite(top), span, 999)
+    2**(e_min - bits). 0 for an all-zero slice, 999 for one holding inf or nan.
+
+    ``x`` is float64, or fp16, bf16 or fp32 (read in its own, narrower bits: the same spans).
+    The magnitudes are compared as unsigned integers (the bits of |x| order as |x| does); the
+    two extremes of each slice are then widened to float64."""
+    if x.dtype != np.float64:
+        unsigned = UNSIGNED[x.dtype.itemsize]
+        top, low = _extremes(x, axis, unsigned, unsigned(1 << (8 * x.dtype.itemsize - 1)))
+        return _span(*(v.view(x.dtype).astype(np.float64).view(np.int64) for v in (top, low)),
+                     bits)
+    top, low = _extremes(x, axis, np.uint64, np.uint64(1 << 63))
+    return _span(top.view(np.int64), low.view(np.int64), bits)
 
 
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
@@ -161,6 +196,11 @@ def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _room(kk: int) -> int:
+    """Bits a step of ``kk`` products leaves for the operands' spans (53 minus carries)."""
+    return 53 - int(np.ceil(np.log2(max(kk, 1))))
+
+
 def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
     """The float64 step sums of a3 (steps x m x kk) · b3 (steps x kk x n), in the order of
     rule 2 of the module docstring; ``bits``: significant bits of the operands' dtype.
@@ -169,37 +209,62 @@ def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
     per step, row and column from the operands' exponents) each add is exact, so any order
     gives the same sum and BLAS computes it; the other elements are summed in order.
     """
-    kk = a3.shape[2]
-    room = 53 - int(np.ceil(np.log2(max(kk, 1))))
-    ra, rb = _slice_span(a3, 2, bits), _slice_span(b3, 1, bits)
-    if (ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room).all():
-        return np.matmul(a3, b3)
-    exact = ra[:, :, None] + rb[:, None, :] <= room
-    if exact.mean() < 0.75:
-        return _sequential(a3, b3)
+    return _sums(a3, b3, _slice_span(a3, 2, bits), _slice_span(b3, 1, bits),
+                 _room(a3.shape[2]))
+
+
+def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
+    """step_sums given the spans of every step's rows of A (steps x m) and columns of B
+    (steps x n)."""
+    ok = ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room
     out = np.matmul(a3, b3)
-    s, i, j = np.nonzero(~exact)
-    if s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
+    if ok.all():
+        return out
+    bad = np.flatnonzero(~ok)
+    ra, rb = ra[bad], rb[bad]
+    # An element (i, j) that may be inexact has a row i that fails with the step's widest
+    # column and a column j that fails with its widest row: look only there.
+    rows = ra + rb.max(axis=1, keepdims=True) > room
+    cols = rb + ra.max(axis=1, keepdims=True) > room
+    found = []
+    for q in np.flatnonzero(rows.any(axis=1) & cols.any(axis=1)).tolist():
+        i, j = np.flatnonzero(rows[q]), np.flatnonzero(cols[q])
+        ii, jj = np.nonzero(ra[q, i][:, None] + rb[q, j][None, :] > room)
+        found.append((np.full(ii.size, bad[q]), i[ii], j[jj]))
+    if not found:
+        return out
+    s, i, j = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    if 4 * s.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
+        out[bad] = _sequential(a3[bad], b3[bad])
+    elif s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
         out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
     return out
 
 
-def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53):
+def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=None):
     """Yield, in increasing k, each k-step's sums rounded to fp32 (an m x n array).
 
     ``a`` (m x k) and ``b`` (k x n) are float64 holding values of ``bits`` significant bits.
     Within a step the products are added in float64 in increasing k, starting from the first
-    product (see the module docstring).
+    product (see the module docstring). The spans of every step's rows and columns are found
+    once for the whole of A and B (from ``raw``, the same A and B in their own dtype, when
+    given: fewer bytes to read); the sums are then formed a cache-sized chunk of steps at a
+    time (the chunking changes no bit: each element's sum is exact or taken in order).
     """
     m, k = a.shape
     n = b.shape[1]
     full = k // k0
+    if full:
+        sa, sb = raw if raw is not None else (a, b)
+        # A's rows per step: k-major (a copy in A's own dtype), so each reduction runs over m
+        ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
+        rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
         s1 = min(full, s0 + per_chunk)
         a3 = a[:, s0 * k0:s1 * k0].reshape(m, s1 - s0, k0).transpose(1, 0, 2)
         b3 = b[s0 * k0:s1 * k0].reshape(s1 - s0, k0, n)
-        yield from step_sums(a3, b3, bits).astype(np.float32)
+        yield from _sums(a3, b3, ra[s0:s1], rb[s0:s1], _room(k0)).astype(np.float32)
     if k % k0:
         tail = step_sums(a[None, :, full * k0:], b[None, full * k0:], bits)
         yield tail[0].astype(np.float32)
@@ -291,7 +356,7 @@ class Mmad(Instr):
         return "hfloat32" if self.hf32 else name_of(self.a.dtype)
 
     def validate(self, chip) -> None:
-        self._check_operands()
+        # _check_operands ran at construction, on these very (frozen) fields
         if (chip.fractal_m, chip.fractal_n, chip.fractal_k_bytes) != (FRACTAL_ROWS, FRACTAL_ROWS,
                                                                        C0_BYTES):
             raise NpusimError(f"mmad: chip {chip.name!r} has {chip.fractal_m} x {chip.fractal_n} "
@@ -366,7 +431,8 @@ class Mmad(Instr):
         acc = np.array(acc, np.float32)
         bits = (self.hf32_mantissa_bits + 1 if self.hf32
                 else SIGNIFICANT_BITS.get(a.dtype.name, 53))
-        for partial in step_partials(a.astype(np.float64), b.astype(np.float64), self.k0, bits):
+        for partial in step_partials(a.astype(np.float64), b.astype(np.float64), self.k0, bits,
+                                     raw=(a, b)):
             acc += partial
         return acc
 

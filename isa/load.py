@@ -37,6 +37,7 @@ parameters are given per instruction, as with the default IsResetLoad3dConfig).
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -49,6 +50,28 @@ from npusim.isa.move import blocks_view, check_path
 
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 LOAD_DST = {"L0A": "l1_to_l0a_bytes_per_cycle", "L0B": "l1_to_l0b_bytes_per_cycle"}
+
+
+@lru_cache(maxsize=32)
+def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, dil_w, left, top,
+                   m_start, m_ext, k_start, k_ext) -> np.ndarray:
+    """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile, or
+    the map's size for the elements that read padding (cached per geometry, read-only)."""
+    pos = m_start + np.arange(m_ext)
+    col = k_start + np.arange(k_ext)
+    ci, cc0 = col // (fh * fw * c0), col % c0
+    kh, kw = (col // (fw * c0)) % fh, (col // c0) % fw
+    hb, wb = pos // wo * stride_h - top, pos % wo * stride_w - left   # window corner per row
+    # element (row, col) reads map row hb + kh*dil_h, column wb + kw*dil_w: inside the map
+    # when both are; per row, which taps are is a small (rows x fh) and (rows x fw) table
+    th, tw = hb[:, None] + np.arange(fh) * dil_h, wb[:, None] + np.arange(fw) * dil_w
+    inside = ((th >= 0) & (th < l1_h))[:, kh] & ((tw >= 0) & (tw < l1_w))[:, kw]
+    # ((ci*l1_h + h)*l1_w + w)*c0 + cc0 splits into a row part and a column part
+    idx = ((hb * l1_w + wb) * c0)[:, None] + (((ci * l1_h + kh * dil_h) * l1_w + kw * dil_w)
+                                               * c0 + cc0)[None, :]
+    idx = np.where(inside, idx, c1 * l1_h * l1_w * c0)
+    idx.setflags(write=False)
+    return idx
 
 
 def check_range(what: str, name: str, value: int, lo: int, hi: int) -> None:
@@ -313,20 +336,17 @@ class LoadData3D(Instr):
 
     def img2col(self) -> np.ndarray:
         """The m_extension x k_extension tile of the img2col matrix (raw element bits)."""
-        c0, fh, fw = self.c0, self.fh, self.fw
-        left, _, top, _ = self.pad_list
-        pos = self.m_start_pt + np.arange(self.m_extension)
-        col = self.k_start_pt + np.arange(self.k_extension)
-        ci, cc0 = col // (fh * fw * c0), col % c0
-        kh, kw = (col // (fw * c0)) % fh, (col // c0) % fw
-        h = (pos // self.wo * self.stride_h - top)[:, None] + (kh * self.dilation_filter_h)
-        w = (pos % self.wo * self.stride_w - left)[:, None] + (kw * self.dilation_filter_w)
-        inside = (h >= 0) & (h < self.l1_h) & (w >= 0) & (w < self.l1_w)
-        fmap = self.src.array(self.src_elements).view(UINT_OF_SIZE[self.src.dtype.itemsize])
-        fmap = fmap.reshape(self.c1, self.l1_h, self.l1_w, c0)
-        x = fmap[ci, np.clip(h, 0, self.l1_h - 1), np.clip(w, 0, self.l1_w - 1), cc0]
-        pad = np.array(self.pad_value, self.src.dtype).reshape(1).view(fmap.dtype)[0]
-        return np.where(inside, x, pad)
+        idx = _img2col_index(self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,
+                             self.stride_h, self.stride_w, self.dilation_filter_h,
+                             self.dilation_filter_w, self.pad_list[0], self.pad_list[2],
+                             self.m_start_pt, self.m_extension, self.k_start_pt,
+                             self.k_extension)
+        n = self.src_elements
+        uint = UINT_OF_SIZE[self.src.dtype.itemsize]
+        ext = np.empty(n + 1, uint)     # the map, then the pad value at index n
+        ext[:n] = self.src.array(n).view(uint)
+        ext[n] = np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
+        return ext.take(idx)
 
     def execute(self) -> None:
         if self.nop:

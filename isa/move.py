@@ -39,6 +39,8 @@ def burst_bytes(addr: int, count: int, length: int, stride: int, burst: int) -> 
     """Bytes charged when each block is rounded out to whole bursts."""
     if count == 1 or stride == length and (addr % burst == 0 or count == 1):
         return (-(-(addr + count * length) // burst) - addr // burst) * burst
+    if stride % burst == 0:      # every block starts at the same offset in its burst
+        return count * -(-(addr % burst + length) // burst) * burst
     starts = addr + stride * np.arange(count, dtype=np.int64)
     return int(((-(-(starts + length) // burst)) - starts // burst).sum()) * burst
 

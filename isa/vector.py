@@ -42,6 +42,7 @@ carries its own mask), Ascend C's rules on partially overlapping dst and src, th
 mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
+import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import ClassVar
@@ -168,8 +169,22 @@ def cost_class(dtype) -> str:
     return "int"
 
 
+_SCALARS: dict = {}   # (type, value, sign, dtype) -> converted scalar (scalar_as)
+
+
 def scalar_as(value, dtype, what: str):
     """``value`` converted to ``dtype`` as the chip's scalar register would hold it."""
+    kind = type(value)
+    if kind is int or (kind is float and value == value):   # cached: kernels repeat constants
+        key = (kind, value, math.copysign(1.0, value) if kind is float else 0, dtype)
+        hit = _SCALARS.get(key)
+        if hit is None:
+            hit = _SCALARS[key] = _scalar_as(value, dtype, what)
+        return hit
+    return _scalar_as(value, dtype, what)
+
+
+def _scalar_as(value, dtype, what: str):
     dt = np.dtype(dtype)
     if is_float(dt):
         if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
@@ -237,8 +252,9 @@ class VectorInstr(Instr):
     def __post_init__(self):
         _check_form(self)
         for tensor, which, writes in self.operand_list():
-            tensor.check(self.span_bytes(tensor, which),
-                         f"{self.name} {'write' if writes else 'read'} of {which}")
+            nbytes = self.span_bytes(tensor, which)
+            if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
+                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
         self.check_operands()
 
     # -- what subclasses describe
@@ -307,7 +323,12 @@ class VectorInstr(Instr):
         return -(-self.count * self.lane_dtype().itemsize // REPEAT_BYTES)
 
     def cost(self, chip) -> tuple[float, float]:
-        return chip.vector_cost(self.op, cost_class(self.cost_dtype()))
+        dt = self.cost_dtype()
+        hit = _COSTS.get((self.op, dt, id(chip)))
+        if hit is None or hit[0] is not chip:
+            hit = _COSTS[(self.op, dt, id(chip))] = (chip, chip.vector_cost(self.op,
+                                                                             cost_class(dt)))
+        return hit[1]
 
     def head(self, chip) -> float:
         return self.cost(chip)[0]
@@ -345,6 +366,7 @@ class VectorInstr(Instr):
 
 
 _ALLOWED: dict = {}  # (instruction class, id(chip)) -> (chip, allowed dtype names)
+_COSTS: dict = {}    # (op, cost dtype, id(chip)) -> (chip, (head, cycles per repeat))
 
 
 def _allowed_on(inst, chip) -> tuple:
@@ -382,7 +404,10 @@ class Binary(VectorInstr):
     def execute(self) -> None:
         a, b = self.load(self.src0, "src0"), self.load(self.src1, "src1")
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(a, b))
+            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+                self.fn(a, b, out=self.dst.array(self.count))
+            else:
+                self.store(self.dst, "dst", self.fn(a, b))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -459,7 +484,10 @@ class TensorScalar(VectorInstr):
     def execute(self) -> None:
         s = scalar_as(self.scalar, self.dst.dtype, self.name)
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
+            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+                self.fn(self.load(self.src, "src0"), s, out=self.dst.array(self.count))
+            else:
+                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}

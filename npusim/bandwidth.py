@@ -25,6 +25,7 @@ Not modelled: HBM bank/channel conflicts, refresh, L2 set associativity, read/wr
 from collections import deque
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from npusim.isa.move import block_span
 
@@ -58,13 +59,7 @@ class L2Cache:
         many of the lines they overlap were not resident. Gaps between blocks are not touched."""
         if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
             return self.access(addr, addr + block_span(addr, count, length, stride))
-        starts = addr + stride * np.arange(count, dtype=np.int64)
-        first, last = starts // self.line, (starts + length - 1) // self.line
-        lines = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]
-        # The gap of at least a line keeps every block's lines apart and the blocks in address
-        # order (stride > length > 0), so these are already sorted and distinct.
-        lines = lines[lines <= last[:, None]]
-        fresh = lines[~self.resident[lines]]
+        fresh = self._fresh_lines(addr, count, length, stride)
         if fresh.size:
             self.resident[fresh] = True
             self.count += int(fresh.size)
@@ -74,6 +69,28 @@ class L2Cache:
             self.order.extend(zip(starts, ends, [True] * len(starts), strict=True))
             self._evict()
         return int(fresh.size)
+
+    def _fresh_lines(self, addr: int, count: int, length: int, stride: int) -> np.ndarray:
+        """The lines of the blocks that are not resident, ascending. The gap of at least a
+        line keeps every block's lines apart and the blocks in address order, so the lines
+        are sorted and distinct."""
+        line = self.line
+        if stride % line == 0:   # every block spans the same number of lines: a strided view
+            first, per = addr // line, (addr + length - 1) // line - addr // line + 1
+            grid = as_strided(self.resident[first:], shape=(count, per),
+                              strides=(stride // line, 1))
+            k = np.flatnonzero(~grid)
+            return first + (k // per) * (stride // line) + k % per
+        return self._fresh_lines_general(addr, count, length, stride)
+
+    def _fresh_lines_general(self, addr: int, count: int, length: int,
+                             stride: int) -> np.ndarray:
+        line = self.line
+        starts = addr + stride * np.arange(count, dtype=np.int64)
+        first, last = starts // line, (starts + length - 1) // line
+        lines = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]
+        lines = lines[lines <= last[:, None]]
+        return lines[~self.resident[lines]]
 
     def _evict(self) -> None:
         """Evict first-inserted first. An ``access`` range goes whole; a run of lines that

@@ -3,14 +3,16 @@
 Each case runs in a process of its own (forked), so its peak resident memory is its own: the
 report gives the simulated instructions (set/wait flags included, buffer marks excluded), the
 wall-clock seconds of the simulation (recording the streams, the run and the stats; making the
-random inputs is not counted), their ratio, and the process's peak RSS. Three groups:
+random inputs is not counted), their ratio, and the process's peak RSS. The groups:
 
 - ``micro``: the engine's micro-kernels (vector, GM stream, cube matmul), each again with the
   sanitizer and the tracer off to show their share;
 - ``standard``: the cases the simulator's speed is judged on (SiluBackward 8M fp16; ResNet-50
   conv2_x backward at batch 8 with numerics; a 1x1 convolution whose dx and dw are 2048^3 GEMMs,
   numerics off), all on atlas-a2 with the default options otherwise;
-- ``ops``: every operator of the command at its default size, default options.
+- ``ops``: every operator of the command at its default size, default options;
+- ``large`` (only when asked for: minutes, GBs): SiluBackward fp16 32M elements, and the 1x1
+  convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise.
 
 ``--json FILE`` writes the rows, so two checkouts can be compared.
 """
@@ -22,7 +24,8 @@ import time
 
 from npusim.errors import NpusimError
 
-GROUPS = ("micro", "standard", "ops")
+GROUPS = ("micro", "standard", "ops", "large")
+DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
 def _micro(quick: bool):
@@ -67,10 +70,24 @@ def _standard(quick: bool):
     yield f"ConvolutionBackward {b}x64x{hw}x{hw} 3x3, numerics on", _case_run, dict(
         op="convolution_backward", shape=(b, 64, hw, hw), params={"weight": "64x3"}), False
     c = 256 if quick else 2048
-    yield f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics off", _case_run, dict(
-        op="convolution_backward", shape=(c // 1024 or 1, c, 32, 32 if not quick else 8),
-        params={"weight": f"{c}x1", "padding": "0", "output_mask": "1,1,0"},
-        numerics=False), False
+    yield (f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics off",
+           *_conv_1x1(c, quick, numerics=False), False)
+
+
+def _conv_1x1(c: int, quick: bool, **options) -> tuple:
+    """A 1x1 convolution backward (dx and dw, no bias) whose GEMMs are c^3."""
+    return _case_run, dict(op="convolution_backward", shape=(c // 1024 or 1, c, 32,
+                                                             32 if not quick else 8),
+                           params={"weight": f"{c}x1", "padding": "0", "output_mask": "1,1,0"},
+                           **options)
+
+
+def _large(quick: bool):
+    n = (1 << 20) if quick else (32 << 20)
+    yield f"SiluBackward fp16 {n >> 20}M elements", _case_run, dict(
+        op="silu_backward", shape=(n,)), False
+    c = 512 if quick else 6144
+    yield (f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics on", *_conv_1x1(c, quick), False)
 
 
 def _ops(quick: bool):
@@ -113,13 +130,13 @@ def measure(fn, kw: dict) -> dict:
             "peak_rss_mb": round(rss / 2**20, 1), "cycles": cycles, "mode": mode}
 
 
-def run_bench(quick: bool = False, groups=GROUPS, json_path=None) -> int:
+def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None) -> int:
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         raise NpusimError(f"bench group {unknown[0]!r}: allowed {', '.join(GROUPS)}")
     rows = []
     print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
-    makers = {"micro": _micro, "standard": _standard, "ops": _ops}
+    makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large}
     for group in groups:
         for name, fn, kw, bare in makers[group](quick):
             row = {"group": group, "case": name, **measure(fn, kw)}

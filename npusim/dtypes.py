@@ -43,14 +43,38 @@ def dtype_of(spec) -> np.dtype:
     return dt
 
 
+_NAMES: dict = {}     # what name_of was asked -> its answer (dtype specs are hashable)
+_FLOATS: dict = {}    # the same for is_float
+
+
 def name_of(dt) -> str | None:
     """Return npusim's name for a numpy dtype, or None when npusim does not know it."""
-    dt = np.dtype(dt)
+    try:
+        return _NAMES[dt]
+    except (KeyError, TypeError):
+        pass
+    found = None
+    spec, dt = dt, np.dtype(dt)
     for name, known in DTYPES.items():
         if known == dt:
-            return name
-    return None
+            found = name
+            break
+    _remember(_NAMES, spec, found)
+    return found
 
 
 def is_float(dt) -> bool:
-    return np.dtype(dt) in (DTYPES["float16"], DTYPES["float32"], bfloat16, DTYPES["float64"])
+    try:
+        return _FLOATS[dt]
+    except (KeyError, TypeError):
+        pass
+    found = np.dtype(dt) in (DTYPES["float16"], DTYPES["float32"], bfloat16, DTYPES["float64"])
+    _remember(_FLOATS, dt, found)
+    return found
+
+
+def _remember(cache: dict, spec, value) -> None:
+    try:
+        cache[spec] = value
+    except TypeError:     # an unhashable spec is answered, not cached
+        pass

@@ -12,6 +12,9 @@ def pipe_process(engine, pipe):
     env, core = engine.env, pipe.core
     queue = pipe.queue
     tracer = engine.tracer
+    numerics, san, name = engine.numerics, engine.sanitizer, pipe.name
+    records = tracer.records if tracer is not None else None
+    flags, flag_cycles = core.flags, engine.chip.flag_cycles
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -43,9 +46,28 @@ def pipe_process(engine, pipe):
             end = _exec_end(engine, pipe, inst, start)
             if end > start:
                 yield env.timeout(end - start)
-            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
+            # _exec_done, inlined: the semantics at the end, then the accounting
+            if numerics:
+                inst.execute()
+            pipe.last_end = end
+            pipe.busy_cycles += end - start
+            if san is not None:
+                san.on_exec(core.index, name, inst, clock)
+            if records is not None:
+                records.append((core.index, name, inst, t_issue, start, end))
         elif kind == "set":
             _run_set(engine, pipe, inst, t_issue, clock)
+        elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
+            start = env.now
+            pipe.blocked_on = None
+            visible = flags[inst.key].popleft()
+            if visible > start:
+                yield env.timeout(visible - start)
+            if san is not None:
+                san.on_wait(core.index, name, inst.key, clock)
+            pipe.not_before = env.now + flag_cycles
+            if records is not None:
+                records.append((core.index, name, inst, t_issue, start, pipe.not_before))
         else:
             yield from _run_sync(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
@@ -61,7 +83,9 @@ def _run_set(engine, pipe, inst, t_issue, clock) -> None:
     if engine.sanitizer is not None:
         engine.sanitizer.on_set(core.index, pipe.name, inst.key, clock)
     core.set_flag(inst.key, pipe.not_before)
-    _trace_sync(engine, pipe, inst, t_issue, env.now, pipe.not_before)
+    if engine.tracer is not None:
+        engine.tracer.records.append((core.index, pipe.name, inst, t_issue, env.now,
+                                      pipe.not_before))
 
 
 def _run_sync(engine, pipe, inst, t_issue, clock):
@@ -104,18 +128,6 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
             end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
     return end
-
-
-def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
-    """Apply the semantics at the end of the instruction, and account for it."""
-    if engine.numerics:
-        inst.execute()
-    pipe.last_end = end
-    pipe.busy_cycles += end - start
-    if engine.sanitizer is not None:
-        engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
-    if engine.tracer is not None:
-        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
 
 
 def _trace_sync(engine, pipe, inst, t_issue, start, end) -> None:

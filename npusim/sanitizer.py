@@ -59,7 +59,10 @@ class Sanitizer:
 
     def on_set(self, core: int, pipe: str, key, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
-        self.flag_clocks.setdefault((core, key), deque()).append(self.vc[t].copy())
+        pending = self.flag_clocks.get((core, key))
+        if pending is None:
+            pending = self.flag_clocks[(core, key)] = deque()
+        pending.append(self.vc[t].copy())
 
     def on_wait(self, core: int, pipe: str, key, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
@@ -101,12 +104,12 @@ class Sanitizer:
     def on_exec(self, core: int, pipe: str, inst, issue_clock=None) -> None:
         t = self._tick(core, pipe, issue_clock)
         vc = self.vc[t]
-        epoch = int(vc[t])
+        epoch = vc.item(t)
         for store, lo, hi in inst.reads():
-            if hi > lo and isinstance(store, Buffer):
+            if hi > lo and type(store) is Buffer:
                 self._access(store, lo, hi, False, t, vc, epoch, inst)
         for store, lo, hi in inst.writes():
-            if hi > lo and isinstance(store, Buffer):
+            if hi > lo and type(store) is Buffer:
                 self._access(store, lo, hi, True, t, vc, epoch, inst)
 
     def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
@@ -115,7 +118,14 @@ class Sanitizer:
             pages = self.history[store] = {}
         first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
         if first == last:                   # one page: its list is already oldest first
-            entries = pages.get(first, ())
+            entries = pages.get(first)
+            self.seq += 1
+            entry = (self.seq, lo, hi, t, epoch, write, inst)
+            if entries is None:             # nothing to check against
+                pages[first] = [entry]
+            else:
+                self._scan_page(store, pages, first, entries, entry, vc)
+            return
         else:
             found = {}
             for page in range(first, last + 1):
@@ -127,7 +137,7 @@ class Sanitizer:
             seq, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
             if e_hi <= lo or e_lo >= hi:
                 continue
-            if e_t != t and e_epoch > vc[e_t]:          # not ordered before this access
+            if e_t != t and e_epoch > vc.item(e_t):     # not ordered before this access
                 if write or e_write:
                     self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
                                  (t, inst, write))
@@ -145,6 +155,31 @@ class Sanitizer:
             if dropped:
                 kept = pages[page] = [e for e in kept if e[0] not in dropped]
             kept.append(entry)
+
+    def _scan_page(self, store, pages, page, entries, new, vc) -> None:
+        """_access on one page: check ``new`` against the page's entries oldest first and keep
+        those it does not cover, in the same pass."""
+        _, lo, hi, t, _, write, inst = new
+        kept = None                         # entries[:i] until the first covered one
+        for i, entry in enumerate(entries):
+            _, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
+            if e_hi <= lo or e_lo >= hi:
+                pass
+            elif e_t != t and e_epoch > vc.item(e_t):   # not ordered before this access
+                if write or e_write:
+                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
+                                 (t, inst, write))
+            elif lo <= e_lo and e_hi <= hi and (write or not e_write):
+                if kept is None:            # covered: dropped
+                    kept = entries[:i]
+                continue
+            if kept is not None:
+                kept.append(entry)
+        if kept is None:
+            entries.append(new)
+        else:
+            kept.append(new)
+            pages[page] = kept
 
     def _report(self, store, lo, hi, first, second) -> None:
         def side(entry):

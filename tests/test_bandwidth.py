@@ -64,3 +64,31 @@ def test_a_dense_read_after_a_strided_one_pays_only_for_the_gaps():
     bw.transfer(0.0, [(0, 8, line, 2 * line)], 8 * line, False)
     bw.transfer(0.0, [(0, 1, 16 * line, 16 * line)], 16 * line, False)
     assert bw.hbm_bytes == 16 * line and bw.l2_hit_bytes == 8 * line
+
+
+
+def test_strided_shortcuts_match_the_general_paths():
+    """Blocks a whole number of lines (bursts) apart take a strided view of the residency bits
+    (a product for the bursts); misses, residency and FIFO order are the general path's."""
+    from npusim.bandwidth import L2Cache
+    from npusim.isa.move import burst_bytes
+
+    class General(L2Cache):
+        def _fresh_lines(self, addr, count, length, stride):
+            return self._fresh_lines_general(addr, count, length, stride)
+
+    rng = np.random.default_rng(3)
+    line = 128
+    fast, slow = L2Cache(1 << 20, 64 * line, line), General(1 << 20, 64 * line, line)
+    for _ in range(400):
+        count, length = int(rng.integers(2, 20)), int(rng.integers(1, 5 * line))
+        stride = line * (-(-(length + line) // line) + int(rng.integers(0, 3)))
+        addr = int(rng.integers(0, 4096)) * line + int(rng.integers(0, line))
+        assert fast.access_blocks(addr, count, length, stride) == \
+            slow.access_blocks(addr, count, length, stride)
+        assert np.array_equal(fast.resident, slow.resident) and fast.order == slow.order
+        burst = 32 * int(rng.integers(1, 5))
+        bstride = burst * int(rng.integers(1, 40))
+        starts = (addr + bstride * np.arange(count)).tolist()
+        assert burst_bytes(addr, count, length, bstride, burst) == \
+            sum(-(-(s + length) // burst) - s // burst for s in starts) * burst

@@ -709,3 +709,20 @@ def test_step_sums_match_the_ordered_sum(dtype, bits, spread, specials):
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(got), nan)
     assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, bfloat16, np.float32])
+def test_exponent_spans_read_in_the_narrow_dtype_match_float64(dtype):
+    """Mmad reads the exponent spans of its operands in their own dtype (fewer bytes); they are
+    those of the widened float64 values, for every bit pattern (zeros, subnormals, inf, nan)."""
+    from npusim.isa.cube import _slice_span
+
+    rng = np.random.default_rng(4)
+    width = np.uint16 if np.dtype(dtype).itemsize == 2 else np.uint32
+    raw = rng.integers(0, np.iinfo(width).max, (6, 24, 16), dtype=np.uint64).astype(width)
+    raw[rng.random(raw.shape) < 0.5] = 0
+    x = raw.view(dtype)
+    with np.errstate(invalid="ignore"):     # nan bit patterns
+        wide = x.astype(np.float64)
+        for axis in (1, 2, (1, 2)):
+            assert np.array_equal(_slice_span(x, axis, 11), _slice_span(wide, axis, 11))

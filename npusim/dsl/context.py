@@ -44,7 +44,9 @@ def current() -> CoreContext:
 
 def issue(inst):
     """Issue one instruction on the current core."""
-    return current().issue(inst)
+    if not _CURRENT:
+        current()            # raises the error
+    return _CURRENT[-1].issue(inst)
 
 
 class recording:
