@@ -267,60 +267,54 @@ def _predict(args) -> int:
 
 
 def _validate(args) -> int:
-    from contextlib import nullcontext
-
-    from npusim.outdir import OutputDir
-    from npusim.progress import Bar
-    from npusim.studies.executor import connect, default_jobs
     from npusim.studies.validate import load_table, validate
     from npusim.studies.validate_report import text_lines, write_validation
 
     rows = load_table(args.table)
-    client = connect(args.scheduler) if args.scheduler else None
-    with OutputDir(args.out) if args.out else nullcontext() as out:
-        todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
-        bar = Bar(len(todo), 0, label="validate")
-        try:
-            result = validate(rows, jobs=args.jobs or default_jobs(), scheduler=client,
-                              slow=not args.skip_slow, on_record=lambda i, r: bar.step())
-        finally:
-            bar.close()
-            if client is not None:
-                client.close()
-        print("\n".join(text_lines(result)))
-        names = write_validation(result, out) if out is not None else []
-    if out is not None:
-        print(f"wrote {', '.join(names)} to {out.shown}")
+    todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
+    result = _study(args, len(todo), "validate",
+                    lambda **kw: validate(rows, slow=not args.skip_slow, **kw),
+                    text_lines, write_validation)
     return 0 if result["within"] == result["ran"] else 1
 
 
 def _correlate(args) -> int:
-    from contextlib import nullcontext
-
     from npusim.chip import load_chip
-    from npusim.outdir import OutputDir
-    from npusim.progress import Bar
     from npusim.studies.correlate import correlate, plan, read_csv
-    from npusim.studies.executor import connect, default_jobs
     from npusim.studies.validate_report import correlate_text, write_correlation
 
     chip = load_chip(args.chip)
     rows = read_csv(args.csv)
+    _study(args, len(plan(rows, chip.name)[1]), "correlate",
+           lambda **kw: correlate(args.csv, chip.name, rows=rows, **kw),
+           correlate_text, write_correlation)
+    return 0
+
+
+def _study(args, points: int, label: str, run, text, write):
+    """Run a study's points on the executor ``args`` asks for (--jobs, --scheduler) with a
+    points bar, print its text, write its files into --out if given; return its result."""
+    from contextlib import nullcontext
+
+    from npusim.outdir import OutputDir
+    from npusim.progress import Bar
+    from npusim.studies.executor import connect, default_jobs
+
     client = connect(args.scheduler) if args.scheduler else None
     with OutputDir(args.out) if args.out else nullcontext() as out:
-        bar = Bar(len(plan(rows, chip.name)[1]), 0, label="correlate")
+        bar = Bar(points, 0, label=label)
         try:
-            result = correlate(args.csv, chip.name, jobs=args.jobs or default_jobs(),
-                               scheduler=client, rows=rows, on_record=lambda i, r: bar.step())
+            result = run(jobs=args.jobs or default_jobs(), scheduler=client,
+                         on_record=lambda i, r: bar.step())
         finally:
             bar.close()
             if client is not None:
                 client.close()
-        print("\n".join(correlate_text(result)))
-        names = write_correlation(result, out) if out is not None else []
+        print("\n".join(text(result)))
+        names = write(result, out) if out is not None else []
     if out is not None:
         print(f"wrote {', '.join(names)} to {out.shown}")
-    return 0
+    return result
 
 
 def _seed(text: str) -> int:

@@ -33,10 +33,10 @@ from npusim.dsl import (
     is_aiv,
     sync_all,
 )
-from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div
 from npusim.ops.conv_chunks import dw_n_blocks
 from npusim.ops.conv_cube_dw import DwKernel
+from npusim.ops.conv_vector import sum_parts
 
 TILE = 4096   # fp32 elements a vector core sums at a time (whole rows of the block)
 
@@ -150,20 +150,9 @@ class DwMixedKernel(DwKernel):
         lane, r0, rows, row0, nblock = item
         n0, nn = nblock[:2]
         count = rows * nn
-        acc = self.out_que.alloc_tensor("float32")
-        for part in range(self.t.dw_k_parts):
-            x = self.in_que.alloc_tensor("float32")
-            data_copy_pad(x, self.ws[self.slot(j, lane, part, lanes) + r0 * nn],
-                          DataCopyExtParams(block_count=1, block_len=count * 4))
-            self.in_que.enque(x)
-            x = self.in_que.deque()
-            if part == 0:
-                vec.adds(acc, x, 0.0, count)
-            else:
-                vec.add(acc, acc, x, count)
-            self.in_que.free_tensor(x)
-        self.out_que.enque(acc)
-        acc = self.out_que.deque()
+        acc = sum_parts(self.in_que, self.out_que,
+                        [self.ws[self.slot(j, lane, part, lanes) + r0 * nn]
+                         for part in range(self.t.dw_k_parts)], count)
         data_copy_pad(self.out[(row0 + r0) * self.ncols + n0], acc, DataCopyExtParams(
             block_count=rows, block_len=nn * 4, dst_stride=(self.ncols - nn) * 4))
         self.out_que.free_tensor(acc)

@@ -100,20 +100,28 @@ class PartialSumKernel(Kernel):
         for i in range(get_block_idx(), tiles, get_block_num()):
             start = i * self.tile
             count = min(self.tile, self.total - start)
-            acc = self.out_que.alloc_tensor("float32")
-            for part in range(self.parts):
-                t = self.in_que.alloc_tensor("float32")
-                data_copy_pad(t, self.src[part * self.total + start],
-                              DataCopyExtParams(block_count=1, block_len=count * 4))
-                self.in_que.enque(t)
-                t = self.in_que.deque()
-                if part == 0:
-                    vec.adds(acc, t, 0.0, count)
-                else:
-                    vec.add(acc, acc, t, count)
-                self.in_que.free_tensor(t)
-            self.out_que.enque(acc)
-            acc = self.out_que.deque()
+            acc = sum_parts(self.in_que, self.out_que,
+                            [self.src[part * self.total + start] for part in range(self.parts)],
+                            count)
             data_copy_pad(self.dst[start], acc, DataCopyExtParams(block_count=1,
                                                                   block_len=count * 4))
             self.out_que.free_tensor(acc)
+
+
+def sum_parts(in_que, out_que, sources, count: int):
+    """acc = ((sources[0] + sources[1]) + sources[2]) + ... over ``count`` fp32 elements: each
+    source copied into ``in_que`` in turn and added in that fixed order; returns the sum, dequeued
+    from ``out_que`` for its copy out (the caller frees it)."""
+    acc = out_que.alloc_tensor("float32")
+    for part, src in enumerate(sources):
+        x = in_que.alloc_tensor("float32")
+        data_copy_pad(x, src, DataCopyExtParams(block_count=1, block_len=count * 4))
+        in_que.enque(x)
+        x = in_que.deque()
+        if part == 0:
+            vec.adds(acc, x, 0.0, count)
+        else:
+            vec.add(acc, acc, x, count)
+        in_que.free_tensor(x)
+    out_que.enque(acc)
+    return out_que.deque()
