@@ -105,12 +105,12 @@ class Sanitizer:
         t = self._tick(core, pipe, issue_clock)
         vc = self.vc[t]
         epoch = vc.item(t)
-        for store, lo, hi in inst.reads():
-            if hi > lo and type(store) is Buffer:
-                self._access(store, lo, hi, False, t, vc, epoch, inst)
-        for store, lo, hi in inst.writes():
-            if hi > lo and type(store) is Buffer:
-                self._access(store, lo, hi, True, t, vc, epoch, inst)
+        for write, spans in ((False, inst.reads()), (True, inst.writes())):
+            if len(spans) > 2:      # e.g. vnchwconv's 16 overlapping strided lists
+                spans = _merged(spans)
+            for store, lo, hi in spans:
+                if hi > lo and type(store) is Buffer:
+                    self._access(store, lo, hi, write, t, vc, epoch, inst)
 
     def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
         pages = self.history.get(store)
@@ -189,3 +189,24 @@ class Sanitizer:
         raise HazardError(
             f"race on {store!r} bytes [{lo}, {hi}): {side(first)} and {side(second)} "
             "are not ordered by any flag, queue hand-off or barrier")
+
+
+def _merged(spans) -> list:
+    """One instruction's spans with those of one store that overlap or touch joined: the same
+    bytes, so the same races, in fewer history entries (a later access then covers them).
+    Stores keep the order they first appear in."""
+    by_store: dict = {}
+    for store, lo, hi in spans:
+        by_store.setdefault(store, []).append((lo, hi))
+    out: list = []
+    for store, pieces in by_store.items():
+        pieces.sort()
+        lo, hi = pieces[0]
+        for p_lo, p_hi in pieces[1:]:
+            if p_lo <= hi:
+                hi = max(hi, p_hi)
+            else:
+                out.append((store, lo, hi))
+                lo, hi = p_lo, p_hi
+        out.append((store, lo, hi))
+    return out
