@@ -80,17 +80,23 @@ class TransDataTo5HD(Instr):
         return chip.vector_cost("vnchwconv", "f16")[1] * self.repeat_times
 
     def _blocks(self, tensor, stride: int) -> np.ndarray:
-        """Element indices (repeat, lane) of one address's blocks."""
-        return (np.arange(self.repeat_times)[:, None] * stride * LIST_LEN
-                + np.arange(LIST_LEN)[None, :])
+        """One address's blocks as a (repeat, lane) view of its elements (a copy of the
+        indices' worth when the repeats overlap: stride 0)."""
+        a = tensor.array(self._span(stride) // 2)
+        if stride == 0:
+            return a[np.zeros((self.repeat_times, 1), np.intp) + np.arange(LIST_LEN)]
+        step = a.strides[0]
+        return np.lib.stride_tricks.as_strided(a, shape=(self.repeat_times, LIST_LEN),
+                                               strides=(stride * LIST_LEN * step, step))
 
     def execute(self) -> None:
-        per = self._span(self.src_rep_stride) // 2
-        rows = np.stack([t.array(per)[self._blocks(t, self.src_rep_stride)]
-                         for t in self.src], axis=1)          # (repeat, src i, lane j)
-        per = self._span(self.dst_rep_stride) // 2
+        rows = np.stack([self._blocks(t, self.src_rep_stride) for t in self.src],
+                        axis=1)                               # (repeat, src i, lane j)
         for j, t in enumerate(self.dst):
-            t.array(per)[self._blocks(t, self.dst_rep_stride)] = rows[:, :, j]
+            if self.dst_rep_stride == 0:     # every repeat writes the same block: the last
+                t.array(LIST_LEN)[:] = rows[-1, :, j]
+            else:
+                self._blocks(t, self.dst_rep_stride)[...] = rows[:, :, j]
 
     def reads(self) -> tuple:
         return tuple((t.store, t.addr, t.addr + self._span(self.src_rep_stride))
