@@ -399,12 +399,17 @@ CHIP_NOTE = ("cores: AI cores, + vector cores (AIV) on separated chips; buffers 
 
 def chip_table() -> list:
     """The chip models as aligned text lines."""
-    rows = [list(CHIP_COLUMNS)] + chip_rows()
-    widths = [max(len(r[i]) for r in rows) for i in range(len(CHIP_COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-             for row in rows]
-    return lines + [CHIP_NOTE]
+    return aligned([list(CHIP_COLUMNS)] + chip_rows(), range(2, len(CHIP_COLUMNS))) \
+        + [CHIP_NOTE]
+
+
+def aligned(rows: list, right) -> list:
+    """Rows of text cells as lines: each column as wide as its widest cell, two spaces apart,
+    the columns in ``right`` aligned right, the others left."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+            for row in rows]
 
 
 def chip_markdown() -> list:

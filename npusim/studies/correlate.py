@@ -23,7 +23,7 @@ import csv
 import io
 
 from npusim.errors import NpusimError
-from npusim.studies.executor import run_points
+from npusim.studies.executor import kernel_cycles, run_points
 
 REQUIRED = ("OP Type", "Input Shapes", "Input Data Types", "Task Duration(us)")
 DTYPES = {"float16": "float16", "half": "float16", "fp16": "float16", "float": "float32",
@@ -240,10 +240,9 @@ def _compare(res: dict, record: dict, clock: float) -> None:
     if record["status"] != "ok":
         res.update(status=record["status"], why=record["error"])
         return
-    same = [k["cycles"] for k in record["kernels"]
-            if res["op_type"] in (k["name"], k["op_type"])]
-    if same:
-        predicted, what = sum(same) / clock * 1e6, f"kernel {res['op_type']}"
+    same = kernel_cycles(record, res["op_type"])
+    if same is not None:
+        predicted, what = same / clock * 1e6, f"kernel {res['op_type']}"
     else:
         predicted, what = record["time_us"], "the whole op"
     res.update(predicted_us=predicted, compared=what,

@@ -113,6 +113,13 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
     return records
 
 
+def kernel_cycles(record: dict, name: str):
+    """The cycles of the record's kernels named ``name`` (instance name or CANN op_type),
+    summed; None when the op ran no such kernel."""
+    found = [k["cycles"] for k in record["kernels"] if name in (k["name"], k["op_type"])]
+    return sum(found) if found else None
+
+
 def describe(point: dict) -> str:
     return (f"{point['op']} {'x'.join(map(str, point['shape']))} {point['dtype']} on "
             f"{point['chip']}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npusim.errors import NpusimError
-from npusim.studies.executor import run_points
+from npusim.studies.executor import kernel_cycles, run_points
 
 TABLE = Path(__file__).with_name("validation.toml")
 UNITS = {"us": 1.0, "TFLOPS": 1e12, "TB/s": 1e12}
@@ -149,10 +149,7 @@ def result(row: Row, record) -> dict:
 
 
 def _kernel_cycles(row: Row, record: dict):
-    if row.compare == "op":
-        return record["cycles"]
-    found = [k["cycles"] for k in record["kernels"] if row.kernel in (k["name"], k["op_type"])]
-    return sum(found) if found else None
+    return record["cycles"] if row.compare == "op" else kernel_cycles(record, row.kernel)
 
 
 def measured_us(row: Row, record: dict) -> float:

@@ -9,6 +9,8 @@ the y = x line and a +-20% band; ``npusim correlate`` uses it too.
 import csv
 import json
 
+from npusim.report import aligned
+
 BAND = 0.2   # the plot's band: the +-20% aimed at for device-timed kernels
 
 HEAD = ("row", "chip (model)", "measured", "timed", "measured us", "predicted us", "op us",
@@ -44,10 +46,7 @@ def text_lines(result: dict) -> list:
                                                               result["rows"], strict=True)]
     rows = [["row", "model", *(HEAD[i] for i in cols[2:])]] + [[c[i] for i in cols]
                                                                  for c in cells]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-             for r in rows]
+    lines = aligned(rows, range(2, len(cols)))
     lines.append(summary(result))
     lines += [f"  {x['id']}: {x['why']}" for x in result["rows"] if x["status"] != "ok"]
     return lines
@@ -160,10 +159,7 @@ def correlate_summary(result: dict) -> list:
 
 def correlate_text(result: dict) -> list:
     rows = [list(CORRELATE_HEAD)] + correlate_rows(result)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(CORRELATE_HEAD))]
-    lines = ["  ".join(c.rjust(w) if 4 <= i <= 6 else c.ljust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-             for r in rows] if len(rows) > 1 else []
+    lines = aligned(rows, range(4, 7)) if len(rows) > 1 else []
     return lines + correlate_summary(result)
 
 
