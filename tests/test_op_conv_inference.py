@@ -12,6 +12,7 @@ from test_cli import npusim as run_cli
 from test_op_convolution_backward import (
     CASES,
     check,
+    check_seed_example,
     draw_case,
     make_case,
     no_split,
@@ -33,14 +34,7 @@ SEQUENCE = ["TransData(gradOutput.5hd)", "TransData(weight)", "Conv2DBackpropInp
 @pytest.mark.parametrize("mode", ["timed", "functional"])
 def test_seed_example(mode):
     """The seed's example (FLOAT, cubeMathType 1: computed in fp16 on this product)."""
-    ones = np.ones((2, 2, 7, 7), np.float32)
-    r = ops.convolution_backward(ones, ones, np.ones((2, 2, 1, 1), np.float32), bias_sizes=[2],
-                                 stride=[1, 1], padding=[0, 0], dilation=[1, 1],
-                                 cube_math_type=1, chip=CHIP, mode=mode)
-    assert np.all(r.outputs["gradInput"] == 2) and r.outputs["gradInput"].shape == (2, 2, 7, 7)
-    assert np.all(r.outputs["gradWeight"] == 98) and r.outputs["gradWeight"].shape == (2, 2, 1, 1)
-    assert np.all(r.outputs["gradBias"] == 98) and r.outputs["gradBias"].shape == (2,)
-    assert all(v.dtype == np.float32 for v in r.outputs.values())
+    check_seed_example(CHIP, mode)
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))

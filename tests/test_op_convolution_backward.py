@@ -106,6 +106,11 @@ def no_split(cfg):
 @pytest.mark.parametrize("chip", CHIPS)
 @pytest.mark.parametrize("mode", ["timed", "functional"])
 def test_seed_example(chip, mode):
+    check_seed_example(chip, mode)
+
+
+def check_seed_example(chip, mode):
+    """The seed's call example: all-ones FLOAT tensors, cubeMathType 1."""
     ones = np.ones((2, 2, 7, 7), np.float32)
     r = ops.convolution_backward(ones, ones, np.ones((2, 2, 1, 1), np.float32), bias_sizes=[2],
                                  stride=[1, 1], padding=[0, 0], dilation=[1, 1],
