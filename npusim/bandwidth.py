@@ -59,6 +59,13 @@ class L2Cache:
         many of the lines they overlap were not resident. Gaps between blocks are not touched."""
         if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
             return self.access(addr, addr + block_span(addr, count, length, stride))
+        grid = self._grid(addr, count, length, stride)
+        if grid is not None:                  # the two common cases without index arrays
+            hits = int(np.count_nonzero(grid))
+            if hits == grid.size:
+                return 0
+            if hits == 0:
+                return self._insert_rows(grid, addr // self.line, stride // self.line)
         fresh = self._fresh_lines(addr, count, length, stride)
         if fresh.size:
             self.resident[fresh] = True
@@ -69,6 +76,28 @@ class L2Cache:
             self.order.extend(zip(starts, ends, [True] * len(starts), strict=True))
             self._evict()
         return int(fresh.size)
+
+    def _grid(self, addr: int, count: int, length: int, stride: int):
+        """The residency bits of the blocks' lines as a (count, lines per block) view, when
+        the stride is whole lines and the blocks' lines are apart; else None."""
+        line = self.line
+        if stride % line:
+            return None
+        first, step = addr // line, stride // line
+        per = (addr + length - 1) // line - first + 1
+        if per >= step or first + count * step > len(self.resident):
+            return None
+        return self.resident[first:first + count * step].reshape(count, step)[:, :per]
+
+    def _insert_rows(self, grid, first: int, step: int) -> int:
+        """Every line of ``grid`` was absent: each block's lines become one run (as in
+        access_blocks' general path), in address order."""
+        grid[...] = True
+        count, per = grid.shape
+        self.count += count * per
+        self.order.extend((a, a + per, True) for a in range(first, first + count * step, step))
+        self._evict()
+        return count * per
 
     def _fresh_lines(self, addr: int, count: int, length: int, stride: int) -> np.ndarray:
         """The lines of the blocks that are not resident, ascending. The gap of at least a

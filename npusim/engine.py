@@ -24,7 +24,8 @@ instruction at a time), instruction fetch, the scalar's branch costs beyond ``Sc
 import random
 from collections import deque
 
-from simpy import Environment
+from simpy import Environment, Event
+from simpy.events import NORMAL
 
 from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
@@ -33,6 +34,15 @@ from npusim.processes import pipe_process, scalar_process
 from npusim.sanitizer import Sanitizer
 
 EPS = 1e-9
+
+
+class FlagWait(Event):
+    """What a wait_flag parks on: the set triggers it for the time its flag becomes visible,
+    as a Timeout made at the set would be (one event per wait, not a wake and a timeout)."""
+
+    def trigger_in(self, delay: float) -> None:
+        self._ok, self._value = True, None
+        self.env.schedule(self, NORMAL, delay if delay > 0 else 0)
 
 
 class PipeSim:
@@ -45,7 +55,7 @@ class PipeSim:
         self.wake = None          # event the idle pipe waits on for a push
         self.slot = None          # event the scalar waits on for a free queue entry
         self.idle_waiters: list = []
-        self.busy_now = False
+        self.busy_since = float("inf")   # start of the running instruction
         self.not_before = 0.0     # a flag just set or passed occupies the pipe until then
         self.last_end = -1.0      # end of the last exec instruction (for the head rule)
         self.busy_cycles = 0.0
@@ -61,7 +71,7 @@ class PipeSim:
             self.wake = None
 
     def idle(self) -> bool:
-        return not self.queue and not self.busy_now
+        return not self.queue and self.core.engine.env.now < self.busy_since
 
 
 class CoreSim:
@@ -86,14 +96,14 @@ class CoreSim:
             pending = self.flags[key] = deque()
         pending.append(visible_at)
         ev = self.flag_waiters.pop(key, None)
-        if ev is not None:
-            ev.succeed()
+        if ev is not None:       # the waiter wakes when the set becomes visible
+            ev.trigger_in(visible_at - self.engine.env.now)
 
     def wait_flag(self, key, who):
         """Generator: block ``who`` (a PipeSim or the scalar) until the flag is visible."""
         env = self.engine.env
         while not self.flags.get(key):
-            ev = env.event()
+            ev = FlagWait(env)
             self.flag_waiters[key] = ev
             self._block(who, ("flag", key))
             yield ev

@@ -5,6 +5,7 @@ engine, core and pipe objects they work on are defined there.
 """
 
 STOP = object()
+IDLE = float("inf")   # PipeSim.busy_since of a pipe running nothing
 
 
 def pipe_process(engine, pipe):
@@ -15,6 +16,7 @@ def pipe_process(engine, pipe):
     numerics, san, name = engine.numerics, engine.sanitizer, pipe.name
     records = tracer.records if tracer is not None else None
     flags, flag_cycles = core.flags, engine.chip.flag_cycles
+    chip, local = engine.chip, engine.jitter is None
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -33,6 +35,17 @@ def pipe_process(engine, pipe):
             pipe.slot.succeed()
             pipe.slot = None
         ready = t_issue if t_issue > pipe.not_before else pipe.not_before
+        if kind == "exec" and local and not inst.touches_gm:
+            # Nothing shared is reserved at the start: one timeout to the end (see docstring).
+            now = env.now
+            start = ready if ready > now else now
+            body = inst.body(chip)
+            end = start + (body + inst.head(chip) if start > pipe.last_end + 1e-9 else body)
+            pipe.busy_since = start
+            if end > now:
+                yield env.timeout(end - now)
+            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
+            continue
         if ready > env.now:
             yield env.timeout(ready - env.now)
         if inst is STOP:
@@ -40,7 +53,7 @@ def pipe_process(engine, pipe):
             engine.end_time = max(engine.end_time, env.now, pipe.last_end)
             _notify_idle(pipe)
             return
-        pipe.busy_now = True
+        pipe.busy_since = env.now
         if kind == "exec":
             start = env.now
             end = _exec_end(engine, pipe, inst, start)
@@ -71,9 +84,25 @@ def pipe_process(engine, pipe):
         else:
             yield from _run_sync(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
-        pipe.busy_now = False
+        pipe.busy_since = IDLE
         if not queue:
             _notify_idle(pipe)
+
+
+def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
+    """An exec instruction ends: its semantics, then the accounting; the pipe is idle again."""
+    if engine.numerics:
+        inst.execute()
+    pipe.last_end = end
+    pipe.busy_cycles += end - start
+    if engine.sanitizer is not None:
+        engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
+    if engine.tracer is not None:
+        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
+    pipe.last_inst = inst
+    pipe.busy_since = IDLE
+    if not pipe.queue:
+        _notify_idle(pipe)
 
 
 def _run_set(engine, pipe, inst, t_issue, clock) -> None:
