@@ -53,7 +53,7 @@ class PipeSim:
         self.queue: deque = deque()
         self.marks = 0            # buffer marks in the queue (they take no entry)
         self.wake = None          # event the idle pipe waits on for a push
-        self.slot = None          # event the scalar waits on for a free queue entry
+        self.scalar_parked = False   # the core's scalar waits for an entry of this queue
         self.idle_waiters: list = []
         self.busy_since = float("inf")   # start of the running instruction
         self.not_before = 0.0     # a flag just set or passed occupies the pipe until then
@@ -88,6 +88,8 @@ class CoreSim:
         self.scalar_time = 0.0
         self.scalar_done = False
         self.scalar_blocked = None
+        self.issue_pos, self.issue_t = 0, 0.0   # the scalar's place in the stream, its clock
+        self.scalar_wake = None
 
     # flags: per key, the times at which its pending sets become visible --------------------
     def set_flag(self, key, visible_at: float) -> None:

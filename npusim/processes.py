@@ -31,9 +31,8 @@ def pipe_process(engine, pipe):
             if not queue:
                 _notify_idle(pipe)
             continue
-        if pipe.slot is not None:
-            pipe.slot.succeed()
-            pipe.slot = None
+        if pipe.scalar_parked:
+            _scalar_unpark(engine, pipe)
         ready = t_issue if t_issue > pipe.not_before else pipe.not_before
         if kind == "exec" and local and not inst.touches_gm:
             # Nothing shared is reserved at the start: one timeout to the end (see docstring).
@@ -191,54 +190,100 @@ def _drain(engine, core):
 
 
 def scalar_process(engine, core):
-    """Replay the core's issue stream on the scalar pipe (see engine docstring)."""
+    """Replay the core's issue stream on the scalar pipe (see engine docstring).
+
+    Issuing runs in ``_issue_run`` while each pipe instruction finds room in its queue. A full
+    queue parks the scalar; the pipe that frees an entry issues on its behalf at that moment
+    (``_scalar_unpark``), so the scalar's process resumes only for its own instructions (flags,
+    barriers, scalar reads) and at the end of the stream."""
     env, chip = engine.env, engine.chip
-    issue, depth = chip.issue_cycles, chip.queue_depth
-    pipes = core.pipes
-    san = engine.sanitizer
-    clocks = san.issue_clock if san is not None else None
-    index = core.index
-    t = 0.0
-    for inst in core.stream:
-        name, kind = inst.pipe, inst.kind
-        if kind == "mark":
-            _push_mark(engine, core, inst, t)
+    stream, n = core.stream, len(core.stream)
+    while True:
+        inst = _issue_run(engine, core)
+        if inst is None:
+            break
+        if inst.pipe != "S":                      # its queue is full: park until a pop
+            pipe = core.pipes[inst.pipe]
+            pipe.scalar_parked = True
+            core.scalar_blocked = pipe.full_reason
+            core.scalar_wake = env.event()
+            yield core.scalar_wake
             continue
-        if name != "S":
-            pipe = pipes[name]
-            t += issue
-            queue = pipe.queue
-            if len(queue) - pipe.marks >= depth:
-                # Entries only leave the queue, so it is full at t too unless a pop comes first:
-                # wait for that pop and issue at the later of t and the pop.
-                while len(queue) - pipe.marks >= depth:
-                    pipe.slot = env.event()
-                    core.scalar_blocked = pipe.full_reason
-                    yield pipe.slot
-                core.scalar_blocked = None
-                if env.now > t:
-                    t = env.now
-            queue.append((inst, t, clocks[index] if clocks is not None else None))
-            if pipe.wake is not None:            # PipeSim.push, inlined
-                pipe.wake.succeed()
-                pipe.wake = None
-            continue
-        if kind == "scalar":
-            t += inst.body(chip)
-            continue
-        yield from _catch_up(env, t)
+        yield from _catch_up(env, core.issue_t)
         start = env.now
         yield from _scalar_inst(engine, core, inst)
-        t = env.now + inst.body(chip)
+        core.issue_t = env.now + inst.body(chip)
+        core.issue_pos += 1
         if engine.tracer is not None:
-            engine.tracer.record(core.index, "S", inst, start, env.now, t)
+            engine.tracer.record(core.index, "S", inst, start, env.now, core.issue_t)
+    assert core.issue_pos == n and stream is core.stream
+    t = core.issue_t
     yield from _catch_up(env, t)
-    for pipe in pipes.values():
+    for pipe in core.pipes.values():
         if pipe.name != "S":
             pipe.push(STOP, t)
     core.scalar_time = t
     core.scalar_done = True
     engine.end_time = max(engine.end_time, t)
+
+
+def _issue_run(engine, core):
+    """Issue from ``core.issue_pos`` while pipe instructions find room; return the first
+    instruction that stops the run (a pipe instruction whose queue is full, or a scalar-pipe
+    instruction that must block or wait for its time), or None at the end of the stream."""
+    stream, first, t = core.stream, core.issue_pos, core.issue_t
+    pipes, chip = core.pipes, engine.chip
+    issue, depth = chip.issue_cycles, chip.queue_depth
+    clocks = engine.sanitizer.issue_clock if engine.sanitizer is not None else None
+    index = core.index
+    stop = None
+    pos = len(stream)
+    for i in range(first, len(stream)):
+        inst = stream[i]
+        name, kind = inst.pipe, inst.kind
+        if kind == "mark":
+            _push_mark(engine, core, inst, t)
+            continue
+        if kind == "scalar":
+            t += inst.body(chip)
+            continue
+        if name == "S":
+            stop, pos = inst, i
+            break
+        pipe = pipes[name]
+        queue = pipe.queue
+        if len(queue) - pipe.marks >= depth:
+            stop, pos = inst, i               # t is advanced when it is issued
+            break
+        t += issue
+        queue.append((inst, t, clocks[index] if clocks is not None else None))
+        if pipe.wake is not None:            # PipeSim.push, inlined
+            pipe.wake.succeed()
+            pipe.wake = None
+    core.issue_pos, core.issue_t = pos, t
+    return stop
+
+
+def _scalar_unpark(engine, pipe) -> None:
+    """``pipe`` just freed a queue entry the parked scalar waits for: issue the waiting
+    instruction at the later of its issue time and now, and go on issuing; wake the scalar's
+    process only when the run stops at something other than a full queue."""
+    core, now = pipe.core, engine.env.now
+    pipe.scalar_parked = False
+    t = core.issue_t + engine.chip.issue_cycles
+    if now > t:
+        t = now
+    san = engine.sanitizer
+    pipe.queue.append((core.stream[core.issue_pos], t,
+                       san.issue_clock[core.index] if san is not None else None))
+    core.issue_pos, core.issue_t = core.issue_pos + 1, t
+    inst = _issue_run(engine, core)
+    if inst is not None and inst.pipe != "S":
+        core.pipes[inst.pipe].scalar_parked = True
+        core.scalar_blocked = core.pipes[inst.pipe].full_reason
+        return
+    core.scalar_blocked = None
+    core.scalar_wake.succeed()
 
 
 def _push_mark(engine, core, inst, t) -> None:
