@@ -2,15 +2,22 @@
 
 The kernel was recorded per core into an issue stream (see ``npusim/launch.py``). Here the
 scalar pipe replays that stream: issuing an instruction costs ``issue_cycles`` and puts it into
-its pipe's queue of ``queue_depth`` entries; a full queue stalls the scalar. The scalar keeps a
-local clock ahead of SimPy's and only yields when it must wait (a full queue, a flag, a barrier,
-a scalar read), so the cost is one SimPy event per executed instruction, not per issue.
+its pipe's queue of ``queue_depth`` entries; a full queue stalls the scalar until that pipe pops
+an entry, and the instruction issues at the later of the scalar's clock and the pop. The scalar
+keeps a local clock ahead of SimPy's; while it is stalled, the pipe that frees the entry issues
+on its behalf at that moment, so the scalar's own process wakes only for its own instructions
+(flags, barriers, scalar reads) and at the end of its stream.
 
 A pipe pops an instruction, waits for its issue time, and then: ``exec`` instructions occupy it
 for ``head + body`` cycles (head only when the pipe was idle before) and apply their semantics at
-the end; GM moves also reserve the shared HBM/L2 servers (``npusim/bandwidth.py``) and end at the
-later of the two; ``set``/``wait`` flags count per (src, dst, event id); barriers, cross-core
-flags and SyncAll block as described in ``isa/sync.py``.
+the end; GM moves also reserve the shared HBM/L2 servers (``npusim/bandwidth.py``) at their start
+and end at the later of the two; ``set``/``wait`` flags count per (src, dst, event id); barriers,
+cross-core flags and SyncAll block as described in ``isa/sync.py``.
+
+Events: an instruction that reserves nothing shared at its start takes one SimPy timeout from
+its issue wait to its end (the pipe counts as busy from its start); a ``wait_flag`` on a flag not
+yet set parks on an event the set triggers for the time the flag becomes visible. About one
+SimPy event per instruction; the order of same-time events is that of the two-step version.
 
 Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
 bandwidth. With ``sanitize`` the race detector of ``npusim/sanitizer.py`` follows every
