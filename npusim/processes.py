@@ -273,10 +273,15 @@ def _scalar_unpark(engine, pipe) -> None:
     t = core.issue_t + engine.chip.issue_cycles
     if now > t:
         t = now
-    san = engine.sanitizer
-    pipe.queue.append((core.stream[core.issue_pos], t,
-                       san.issue_clock[core.index] if san is not None else None))
-    core.issue_pos, core.issue_t = core.issue_pos + 1, t
+    san, stream, pos, queue = engine.sanitizer, core.stream, core.issue_pos, pipe.queue
+    queue.append((stream[pos], t, san.issue_clock[core.index] if san is not None else None))
+    core.issue_pos, core.issue_t = pos + 1, t
+    if pos + 1 < len(stream):                 # the common case: the next one waits here too
+        nxt = stream[pos + 1]
+        if (nxt.pipe == pipe.name and nxt.kind != "mark"
+                and len(queue) - pipe.marks >= engine.chip.queue_depth):
+            pipe.scalar_parked = True
+            return
     inst = _issue_run(engine, core)
     if inst is not None and inst.pipe != "S":
         core.pipes[inst.pipe].scalar_parked = True
