@@ -12,8 +12,9 @@ def pipe_process(engine, pipe):
     """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
     env, core = engine.env, pipe.core
     queue = pipe.queue
+    popleft, timeout = queue.popleft, env.timeout
     tracer = engine.tracer
-    numerics, san, name = engine.numerics, engine.sanitizer, pipe.name
+    numerics, san, name, index = engine.numerics, engine.sanitizer, pipe.name, core.index
     records = tracer.records if tracer is not None else None
     flags, flag_cycles = core.flags, engine.chip.flag_cycles
     chip, local = engine.chip, engine.jitter is None
@@ -22,74 +23,88 @@ def pipe_process(engine, pipe):
             pipe.wake = env.event()
             yield pipe.wake
             continue
-        inst, t_issue, clock = queue.popleft()
+        inst, t_issue, clock = popleft()
         kind = inst.kind if inst is not STOP else None
         if kind == "mark":
             pipe.marks -= 1
             if tracer is not None:
-                tracer.mark(core.index, inst, max(env.now, t_issue))
+                tracer.mark(index, inst, max(env.now, t_issue))
             if not queue:
                 _notify_idle(pipe)
             continue
         if pipe.scalar_parked:
             _scalar_unpark(engine, pipe)
         ready = t_issue if t_issue > pipe.not_before else pipe.not_before
+        now = env.now
         if kind == "exec" and local and not inst.touches_gm:
             # Nothing shared is reserved at the start: one timeout to the end (see docstring).
-            now = env.now
             start = ready if ready > now else now
             body = inst.body(chip)
             end = start + (body + inst.head(chip) if start > pipe.last_end + 1e-9 else body)
             pipe.busy_since = start
             if end > now:
-                yield env.timeout(end - now)
-            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
-            continue
-        if ready > env.now:
-            yield env.timeout(ready - env.now)
-        if inst is STOP:
-            pipe.done = True
-            engine.end_time = max(engine.end_time, env.now, pipe.last_end)
-            _notify_idle(pipe)
-            return
-        pipe.busy_since = env.now
-        if kind == "exec":
-            start = env.now
-            end = _exec_end(engine, pipe, inst, start)
-            if end > start:
-                yield env.timeout(end - start)
-            # _exec_done, inlined: the semantics at the end, then the accounting
+                yield timeout(end - now)
             if numerics:
                 inst.execute()
             pipe.last_end = end
             pipe.busy_cycles += end - start
             if san is not None:
-                san.on_exec(core.index, name, inst, clock)
+                san.on_exec(index, name, inst, clock)
             if records is not None:
-                records.append((core.index, name, inst, t_issue, start, end))
-        elif kind == "set":
-            _run_set(engine, pipe, inst, t_issue, clock)
-        elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
-            start = env.now
-            pipe.blocked_on = None
-            visible = flags[inst.key].popleft()
-            if visible > start:
-                yield env.timeout(visible - start)
-            if san is not None:
-                san.on_wait(core.index, name, inst.key, clock)
-            pipe.not_before = env.now + flag_cycles
-            if records is not None:
-                records.append((core.index, name, inst, t_issue, start, pipe.not_before))
+                records.append((index, name, inst, t_issue, start, end))
         else:
-            yield from _run_sync(engine, pipe, inst, t_issue, clock)
+            if ready > now:
+                yield timeout(ready - now)
+                now = env.now
+            if inst is STOP:
+                pipe.done = True
+                engine.end_time = max(engine.end_time, now, pipe.last_end)
+                _notify_idle(pipe)
+                return
+            pipe.busy_since = now
+            if kind == "set" and local:
+                pipe.not_before = visible = now + flag_cycles
+                if san is not None:
+                    san.on_set(index, name, inst.key, clock)
+                core.set_flag(inst.key, visible)
+                if records is not None:
+                    records.append((index, name, inst, t_issue, now, visible))
+            elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
+                pipe.blocked_on = None
+                visible = flags[inst.key].popleft()
+                if visible > now:
+                    yield timeout(visible - now)
+                if san is not None:
+                    san.on_wait(index, name, inst.key, clock)
+                pipe.not_before = env.now + flag_cycles
+                if records is not None:
+                    records.append((index, name, inst, t_issue, now, pipe.not_before))
+            else:
+                yield from _run_pipe_inst(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
         pipe.busy_since = IDLE
         if not queue:
             _notify_idle(pipe)
 
 
+def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
+    """The less common entries of a pipe's queue: GM moves (they reserve the shared servers
+    at their start), sets under jitter, waits on flags not yet set, cross-core flags, barriers."""
+    env, kind = engine.env, inst.kind
+    if kind == "exec":
+        start = env.now
+        end = _exec_end(engine, pipe, inst, start)
+        if end > start:
+            yield env.timeout(end - start)
+        _exec_done(engine, pipe, inst, t_issue, start, end, clock)
+    elif kind == "set":
+        _run_set(engine, pipe, inst, t_issue, clock)
+    else:
+        yield from _run_sync(engine, pipe, inst, t_issue, clock)
+
+
 def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
-    """An exec instruction ends: its semantics, then the accounting; the pipe is idle again."""
+    """An exec instruction ends: its semantics, then the accounting."""
     if engine.numerics:
         inst.execute()
     pipe.last_end = end
@@ -98,10 +113,6 @@ def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
         engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
     if engine.tracer is not None:
         engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
-    pipe.last_inst = inst
-    pipe.busy_since = IDLE
-    if not pipe.queue:
-        _notify_idle(pipe)
 
 
 def _run_set(engine, pipe, inst, t_issue, clock) -> None:
