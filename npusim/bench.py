@@ -14,10 +14,13 @@ random inputs is not counted), their ratio, and the process's peak RSS. The grou
 - ``large`` (only when asked for: minutes, GBs): SiluBackward fp16 32M elements, and the 1x1
   convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise.
 
-``--json FILE`` writes the rows, so two checkouts can be compared.
+``--json FILE`` writes the rows, so two checkouts can be compared: ``--against FILE`` (a
+``--json`` file of another checkout, same machine) adds each case's speed-up over that run and,
+when the standard group ran in both, the geometric mean of its three speed-ups.
 """
 
 import json
+import math
 import multiprocessing
 import resource
 import time
@@ -130,10 +133,12 @@ def measure(fn, kw: dict) -> dict:
             "peak_rss_mb": round(rss / 2**20, 1), "cycles": cycles, "mode": mode}
 
 
-def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None) -> int:
+def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
+              against=None) -> int:
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         raise NpusimError(f"bench group {unknown[0]!r}: allowed {', '.join(GROUPS)}")
+    before = load_rows(against) if against else None
     rows = []
     print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
     makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large}
@@ -143,8 +148,12 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None) -> int
             if bare and "error" not in row:
                 off = measure(fn, {**kw, "sanitize": False, "trace": False})
                 row["bare_instr_per_s"] = off.get("instr_per_s")
+            if before is not None:
+                row["speedup"] = speedup(row, before.get((group, name)))
             rows.append(row)
             _print(row)
+    if before is not None:
+        _print_geomean(rows)
     if json_path:
         with open(json_path, "w") as f:
             json.dump({"quick": quick, "rows": rows}, f, indent=1)
@@ -153,11 +162,37 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None) -> int
     return 1 if any("error" in r for r in rows) else 0
 
 
+def load_rows(path) -> dict:
+    """The rows of an earlier ``--json`` file by (group, case); NpusimError if unreadable."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        return {(r["group"], r["case"]): r for r in rows}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NpusimError(f"--against {path}: not a bench --json file ({exc})") from None
+
+
+def speedup(row: dict, old: dict | None):
+    """Earlier wall time over this one, or None when either run failed or is missing."""
+    if old is None or "error" in old or "error" in row or not row["wall_s"]:
+        return None
+    return round(old["wall_s"] / row["wall_s"], 3)
+
+
+def _print_geomean(rows: list) -> None:
+    ups = [r["speedup"] for r in rows if r["group"] == "standard"]
+    if len(ups) == 3 and None not in ups:
+        print(f"standard cases: {math.prod(ups) ** (1 / 3):.2f}x on the geometric mean "
+              f"({' / '.join(f'{u:.2f}x' for u in ups)})")
+
+
 def _print(row: dict) -> None:
     if "error" in row:
         print(f"{row['case']:<52}  error: {row['error']}")
         return
     notes = (f"without sanitizer and tracer: {row['bare_instr_per_s']:,} instr/s"
              if row.get("bare_instr_per_s") else "")
+    if row.get("speedup"):
+        notes = f"{row['speedup']:.2f}x the earlier run" + (f"; {notes}" if notes else "")
     print(f"{row['case']:<52}{row['instructions']:>10,}{row['wall_s']:>9.2f}"
           f"{row['instr_per_s']:>10,}{row['peak_rss_mb']:>9.0f}  {notes}", flush=True)

@@ -130,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
                    "with numerics")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
+    p.add_argument("--against", metavar="FILE",
+                   help="a --json file of another checkout: show each case's speed-up over it")
     p.set_defaults(func=_bench)
     return parser
 
@@ -482,7 +484,7 @@ def _bench(args) -> int:
     from npusim.bench import run_bench
 
     return run_bench(quick=args.quick, groups=args.group or ("micro", "standard", "ops"),
-                     json_path=args.json)
+                     json_path=args.json, against=args.against)
 
 
 if __name__ == "__main__":

@@ -160,3 +160,21 @@ def test_unwritable_out_fails_before_running(command, tmp_path):
     line = assert_one_line_error(out)
     assert "cannot write to" in line and "not a folder" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_bench_against_an_earlier_run(tmp_path):
+    from npusim.bench import _standard
+
+    names = [name for name, *_ in _standard(quick=True)]
+    earlier = {"rows": [{"group": "standard", "case": n, "wall_s": 100.0} for n in names]}
+    (tmp_path / "old.json").write_text(json.dumps(earlier))
+    out = npusim("bench", "--quick", "--group", "standard", "--against",
+                 str(tmp_path / "old.json"), "--json", str(tmp_path / "new.json"))
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / "new.json").read_text())["rows"]
+    assert [r["speedup"] for r in rows] == [round(100.0 / r["wall_s"], 3) for r in rows]
+    assert "x the earlier run" in out.stdout and "on the geometric mean" in out.stdout
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    bad = npusim("bench", "--quick", "--group", "standard", "--against", str(tmp_path / "bad.json"))
+    assert bad.returncode != 0 and "not a bench --json file" in bad.stderr
+    assert "Traceback" not in bad.stderr
