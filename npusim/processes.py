@@ -4,7 +4,14 @@ See ``npusim/engine.py`` for the model. Both are plain generators yielding SimPy
 engine, core and pipe objects they work on are defined there.
 """
 
-STOP = object()
+class _Stop:
+    """The scalar's last entry in every pipe queue: the pipe ends there."""
+
+    kind = "stop"
+    touches_gm = False
+
+
+STOP = _Stop()
 IDLE = float("inf")   # PipeSim.busy_since of a pipe running nothing
 
 
@@ -24,12 +31,12 @@ def pipe_process(engine, pipe):
             yield pipe.wake
             continue
         inst, t_issue, clock = popleft()
-        kind = inst.kind if inst is not STOP else None
+        kind = inst.kind
         if kind == "mark":
             pipe.marks -= 1
             if tracer is not None:
                 tracer.mark(index, inst, max(env.now, t_issue))
-            if not queue:
+            if not queue and pipe.idle_waiters:
                 _notify_idle(pipe)
             continue
         if pipe.scalar_parked:
@@ -56,26 +63,32 @@ def pipe_process(engine, pipe):
             if ready > now:
                 yield timeout(ready - now)
                 now = env.now
+            if kind == "set" and local:        # no yield: nobody sees the pipe busy
+                key = inst.key
+                pipe.not_before = visible = now + flag_cycles
+                if san is not None:
+                    san.on_set(index, name, key, clock)
+                core.set_flag(key, visible)
+                if records is not None:
+                    records.append((index, name, inst, t_issue, now, visible))
+                pipe.last_inst = inst
+                if not queue and pipe.idle_waiters:
+                    _notify_idle(pipe)
+                continue
             if inst is STOP:
                 pipe.done = True
                 engine.end_time = max(engine.end_time, now, pipe.last_end)
                 _notify_idle(pipe)
                 return
             pipe.busy_since = now
-            if kind == "set" and local:
-                pipe.not_before = visible = now + flag_cycles
-                if san is not None:
-                    san.on_set(index, name, inst.key, clock)
-                core.set_flag(inst.key, visible)
-                if records is not None:
-                    records.append((index, name, inst, t_issue, now, visible))
-            elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
+            key = inst.key if kind == "wait" else None
+            if key is not None and flags.get(key):   # already set: no generator to build
                 pipe.blocked_on = None
-                visible = flags[inst.key].popleft()
+                visible = flags[key].popleft()
                 if visible > now:
                     yield timeout(visible - now)
                 if san is not None:
-                    san.on_wait(index, name, inst.key, clock)
+                    san.on_wait(index, name, key, clock)
                 pipe.not_before = env.now + flag_cycles
                 if records is not None:
                     records.append((index, name, inst, t_issue, now, pipe.not_before))
@@ -83,7 +96,7 @@ def pipe_process(engine, pipe):
                 yield from _run_pipe_inst(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
         pipe.busy_since = IDLE
-        if not queue:
+        if not queue and pipe.idle_waiters:
             _notify_idle(pipe)
 
 
