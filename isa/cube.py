@@ -56,6 +56,7 @@ Padded rows and columns of C are left untouched (hardware computes them from pad
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -188,6 +189,42 @@ def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
     return _span(top.view(np.int64), low.view(np.int64), bits)
 
 
+@lru_cache(maxsize=8)
+def _exponent_tables(dtype: np.dtype, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(top, low) over every magnitude bit pattern of a 16-bit float (sign bit clear), such that
+    ``top[t] - low[l]`` is _slice_span's value for a slice whose largest magnitude has bits t and
+    whose smallest nonzero one has bits l: e_max - e_min + bits; 0 for an all-zero slice
+    (t = l = 0); at least 999 (not exactly 999) for a slice holding inf or nan."""
+    mags = np.arange(1 << 15, dtype=np.uint16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide = mags.view(dtype).astype(np.float64)
+    finite = np.isfinite(wide)
+    exps = np.frexp(np.where(finite, wide, 1.0))[1].astype(np.int32)
+    top, low = exps + bits, np.where(finite, exps, 0)
+    top[0] = low[0] = 0
+    top[~finite] = 999 + low.max()
+    return top, low
+
+
+def _spans16(sa: np.ndarray, sb: np.ndarray, full: int, k0: int, bits: int):
+    """_slice_span of every k-step's rows of A (full x m) and columns of B (full x n) for 16-bit
+    float operands (fp16, bf16), read from their bits with one table lookup per extreme: A's
+    first ``full·k0`` columns transposed beside B's rows, so both reduce in one pass."""
+    m, n, rows = sa.shape[0], sb.shape[1], full * k0
+    mag = np.empty((rows, m + n), np.uint16)
+    np.copyto(mag[:, :m], sa.view(np.uint16)[:, :rows].T)
+    np.copyto(mag[:, m:], sb.view(np.uint16)[:rows])
+    mag &= np.uint16(0x7FFF)
+    steps = mag.reshape(full, k0, m + n)
+    top = np.maximum.reduce(steps, axis=1)
+    mag -= np.uint16(1)      # zeros wrap to the largest value: the minimum is the smallest nonzero
+    low = np.minimum.reduce(steps, axis=1)
+    low += np.uint16(1)
+    top_of, low_of = _exponent_tables(sa.dtype, bits)
+    span = top_of.take(top) - low_of.take(low)
+    return span[:, :m], span[:, m:]
+
+
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
     """Step sums (steps x m x n) added in float64 in increasing k from the first product."""
     acc = a3[:, :, 0, None] * b3[:, None, 0, :]
@@ -213,6 +250,9 @@ def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
                  _room(a3.shape[2]))
 
 
+PAIR_LIMIT = 1 << 16      # candidate (row, column) pairs the inexact search tests at once
+
+
 def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     """step_sums given the spans of every step's rows of A (steps x m) and columns of B
     (steps x n)."""
@@ -221,24 +261,37 @@ def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     if ok.all():
         return out
     bad = np.flatnonzero(~ok)
-    ra, rb = ra[bad], rb[bad]
-    # An element (i, j) that may be inexact has a row i that fails with the step's widest
-    # column and a column j that fails with its widest row: look only there.
+    q, i, j = _inexact(ra[bad], rb[bad], room)
+    if not q.size:
+        return out
+    if 4 * q.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
+        out[bad] = _sequential(a3[bad], b3[bad])
+    else:   # each such element's products, summed in order (accumulate adds left to right)
+        s = bad[q]
+        out[s, i, j] = np.add.accumulate(a3[s, i, :] * b3[s, :, j], axis=1)[:, -1]
+    return out
+
+
+def _inexact(ra: np.ndarray, rb: np.ndarray, room: int):
+    """(step, row, column) of the elements whose sums may be inexact: the spans of the row of A
+    and the column of B exceed ``room`` together. Such a row fails with its step's widest
+    column and such a column with its widest row: only those are paired."""
     rows = ra + rb.max(axis=1, keepdims=True) > room
     cols = rb + ra.max(axis=1, keepdims=True) > room
+    qr, ir = np.nonzero(rows)
+    qc, jc = np.nonzero(cols)
+    if qr.size * qc.size <= PAIR_LIMIT:
+        x, y = np.nonzero((qr[:, None] == qc[None, :])
+                          & (ra[qr, ir][:, None] + rb[qc, jc][None, :] > room))
+        return qr[x], ir[x], jc[y]
     found = []
     for q in np.flatnonzero(rows.any(axis=1) & cols.any(axis=1)).tolist():
         i, j = np.flatnonzero(rows[q]), np.flatnonzero(cols[q])
         ii, jj = np.nonzero(ra[q, i][:, None] + rb[q, j][None, :] > room)
-        found.append((np.full(ii.size, bad[q]), i[ii], j[jj]))
+        found.append((np.full(ii.size, q), i[ii], j[jj]))
     if not found:
-        return out
-    s, i, j = (np.concatenate(parts) for parts in zip(*found, strict=True))
-    if 4 * s.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
-        out[bad] = _sequential(a3[bad], b3[bad])
-    elif s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
-        out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
-    return out
+        return qr[:0], qr[:0], qr[:0]
+    return tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
 
 
 def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=None):
@@ -256,9 +309,11 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
     full = k // k0
     if full:
         sa, sb = raw if raw is not None else (a, b)
-        # A's rows per step: k-major (a copy in A's own dtype), so each reduction runs over m
-        ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
-        rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
+        if sa.dtype.itemsize == 2 and sb.dtype == sa.dtype and sa.dtype.name in SIGNIFICANT_BITS:
+            ra, rb = _spans16(sa, sb, full, k0, bits)
+        else:   # A's rows per step k-major (a copy in A's own dtype): reductions run over m
+            ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
+            rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
         s1 = min(full, s0 + per_chunk)

@@ -726,3 +726,49 @@ def test_exponent_spans_read_in_the_narrow_dtype_match_float64(dtype):
         wide = x.astype(np.float64)
         for axis in (1, 2, (1, 2)):
             assert np.array_equal(_slice_span(x, axis, 11), _slice_span(wide, axis, 11))
+
+
+@pytest.mark.parametrize("dtype,bits", [(np.float16, 11), (bfloat16, 8)])
+def test_sixteen_bit_spans_read_from_tables_match_slice_span(dtype, bits):
+    """The table lookup Mmad uses for fp16 / bf16 operands gives _slice_span's spans of every
+    step's rows of A and columns of B, for every bit pattern (zeros and subnormals included);
+    where inf or nan lies in the slice both are at least 999."""
+    from npusim.isa.cube import _slice_span, _spans16
+
+    rng = np.random.default_rng(5)
+    raw_a = rng.integers(0, 1 << 16, (24, 40), dtype=np.uint64).astype(np.uint16)
+    raw_b = rng.integers(0, 1 << 16, (40, 20), dtype=np.uint64).astype(np.uint16)
+    for raw in (raw_a, raw_b):
+        raw[rng.random(raw.shape) < 0.5] = 0
+        raw[rng.random(raw.shape) < 0.3] &= np.uint16(0x83FF)   # many subnormals (fp16)
+    raw_a[:5] = 0                                                 # all-zero rows
+    a, b = raw_a.view(dtype), raw_b.view(dtype)
+    ra, rb = _spans16(a, b, 2, 16, bits)
+    with np.errstate(invalid="ignore"):
+        want_a = _slice_span(a[:, :32].T.reshape(2, 16, 24), 1, bits)
+        want_b = _slice_span(b[:32].reshape(2, 16, 20), 1, bits)
+    assert (want_a == 0).any()
+    for got, want in ((ra, want_a), (rb, want_b)):
+        special = want == 999
+        assert special.any()
+        assert np.array_equal(got[~special], want[~special])
+        assert (got[special] >= 999).all()
+
+
+@pytest.mark.parametrize("specials", [False, True])
+def test_step_sums_pair_search_by_step_gives_the_same_bits(monkeypatch, specials):
+    """Past PAIR_LIMIT candidate pairs the inexact elements are searched step by step: the
+    same elements, the same bits as the in-order sum."""
+    import npusim.isa.cube as cube
+
+    monkeypatch.setattr(cube, "PAIR_LIMIT", 0)
+    rng = np.random.default_rng(7)
+    a3 = wide_values(rng, (3, 40, 16), np.float16, 40)
+    b3 = wide_values(rng, (3, 16, 24), np.float16, 40)
+    if specials:
+        a3[0, 0, 3], b3[1, 2, 5] = np.inf, np.nan
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = cube.step_sums(a3, b3, 11), cube._sequential(a3, b3)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
