@@ -90,6 +90,31 @@ class TransDataTo5HD(Instr):
                                                strides=(stride * LIST_LEN * step, step))
 
     def execute(self) -> None:
+        if not self._gather(self.src[0].store):
+            self._execute_by_address()
+
+    def _gather(self, store) -> bool:
+        """The transpose as one gather and one scatter on the store's 16-bit elements; False
+        (nothing done) unless every address is an even byte of ``store`` and no two
+        destination blocks overlap (then the order of the writes cannot matter)."""
+        addrs = [t.addr for t in self.src] + [t.addr for t in self.dst]
+        if (any(t.store is not store for t in (*self.src, *self.dst)) or store.data.size % 2
+                or any(a % 2 for a in addrs)):
+            return False
+        repeats = self.repeat_times if self.dst_rep_stride else 1   # stride 0: the last wins
+        step = np.arange(self.repeat_times - repeats, self.repeat_times)[:, None] * LIST_LEN
+        where = np.array(addrs) // 2
+        src = where[None, :LIST_LEN] + step * self.src_rep_stride         # (repeat, i)
+        dst = where[None, LIST_LEN:] + step * self.dst_rep_stride         # (repeat, j)
+        if np.diff(np.sort(dst, axis=None)).min(initial=LIST_LEN) < LIST_LEN:
+            return False
+        lane = np.arange(LIST_LEN)
+        elements = store.data.view(np.uint16)
+        rows = elements[src[:, :, None] + lane]                            # (repeat, i, j)
+        elements[dst[:, :, None] + lane] = rows.transpose(0, 2, 1)         # dst j, lane i
+        return True
+
+    def _execute_by_address(self) -> None:
         rows = np.stack([self._blocks(t, self.src_rep_stride) for t in self.src],
                         axis=1)                               # (repeat, src i, lane j)
         for j, t in enumerate(self.dst):
