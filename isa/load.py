@@ -52,11 +52,12 @@ UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 LOAD_DST = {"L0A": "l1_to_l0a_bytes_per_cycle", "L0B": "l1_to_l0b_bytes_per_cycle"}
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=512)
 def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, dil_w, left, top,
-                   m_start, m_ext, k_start, k_ext) -> np.ndarray:
-    """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile, or
-    the map's size for the elements that read padding (cached per geometry, read-only)."""
+                   m_start, m_ext, k_start, k_ext) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile (0
+    for the elements that read padding), and the flat positions in the tile of those padding
+    elements (cached per geometry, read-only; int32 indices: half the cache's memory)."""
     pos = m_start + np.arange(m_ext)
     col = k_start + np.arange(k_ext)
     ci, cc0 = col // (fh * fw * c0), col % c0
@@ -69,9 +70,12 @@ def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, di
     # ((ci*l1_h + h)*l1_w + w)*c0 + cc0 splits into a row part and a column part
     idx = ((hb * l1_w + wb) * c0)[:, None] + (((ci * l1_h + kh * dil_h) * l1_w + kw * dil_w)
                                                * c0 + cc0)[None, :]
-    idx = np.where(inside, idx, c1 * l1_h * l1_w * c0)
+    idx = np.where(inside, idx, 0).astype(np.int32 if c1 * l1_h * l1_w * c0 < 1 << 31
+                                          else np.intp)
+    pads = np.flatnonzero(~inside)
     idx.setflags(write=False)
-    return idx
+    pads.setflags(write=False)
+    return idx, pads
 
 
 def check_range(what: str, name: str, value: int, lo: int, hi: int) -> None:
@@ -336,17 +340,16 @@ class LoadData3D(Instr):
 
     def img2col(self) -> np.ndarray:
         """The m_extension x k_extension tile of the img2col matrix (raw element bits)."""
-        idx = _img2col_index(self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,
-                             self.stride_h, self.stride_w, self.dilation_filter_h,
-                             self.dilation_filter_w, self.pad_list[0], self.pad_list[2],
-                             self.m_start_pt, self.m_extension, self.k_start_pt,
-                             self.k_extension)
-        n = self.src_elements
+        idx, pads = _img2col_index(self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w,
+                                   self.wo, self.stride_h, self.stride_w,
+                                   self.dilation_filter_h, self.dilation_filter_w,
+                                   self.pad_list[0], self.pad_list[2], self.m_start_pt,
+                                   self.m_extension, self.k_start_pt, self.k_extension)
         uint = UINT_OF_SIZE[self.src.dtype.itemsize]
-        ext = np.empty(n + 1, uint)     # the map, then the pad value at index n
-        ext[:n] = self.src.array(n).view(uint)
-        ext[n] = np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
-        return ext.take(idx)
+        x = self.src.array(self.src_elements).view(uint).take(idx)
+        if pads.size:   # the pad value's bits where the window leaves the map
+            x.reshape(-1)[pads] = np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
+        return x
 
     def execute(self) -> None:
         if self.nop:
