@@ -55,7 +55,7 @@ with FixPipe, fp16 output in L0C (Atlas training's f16 x f16 -> f16), int4 and s
 Padded rows and columns of C are left untouched (hardware computes them from padding).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
 
@@ -347,9 +347,17 @@ class Mmad(Instr):
     hf32_trans_mode: bool = False
     k_direction_align: bool = False
     hf32_mantissa_bits: int = 0
+    # geometry, computed once in __post_init__ (see _geometry)
+    k0: int = field(init=False, repr=False, compare=False)
+    k1: int = field(init=False, repr=False, compare=False)
+    a_bytes: int = field(init=False, repr=False, compare=False)
+    b_bytes: int = field(init=False, repr=False, compare=False)
+    c_bytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self._check_operands()
+        for name, value in self._geometry().items():
+            object.__setattr__(self, name, value)
         if not (self.m and self.n):
             return
         self.a.check(self.a_bytes, "mmad read of A")
@@ -376,34 +384,20 @@ class Mmad(Instr):
                               f"hf32_mantissa_bits), got {self.hf32_mantissa_bits}")
 
     @property
-    def k0(self) -> int:
-        return c0_of(self.a.dtype)
-
-    @property
-    def k1(self) -> int:
-        """k-fractals per row of A / per column of B as they sit in L0A / L0B."""
-        if self.k_direction_align:
-            return 2 * ceil_div(self.k, 2 * self.k0)
-        return ceil_div(self.k, self.k0)
-
-    @property
     def gemv(self) -> bool:
         return self.m == 1
 
-    @property
-    def a_bytes(self) -> int:
-        if self.gemv:
-            return self.k * self.a.dtype.itemsize
-        return ceil_div(self.m, FRACTAL_ROWS) * self.k1 * FRACTAL_BYTES
-
-    @property
-    def b_bytes(self) -> int:
-        return self.k1 * ceil_div(self.n, FRACTAL_ROWS) * FRACTAL_BYTES
-
-    @property
-    def c_bytes(self) -> int:
+    def _geometry(self) -> dict:
+        """k0 (A's elements per 32-byte fractal row), k1 (k-fractals per row of A / column of
+        B as they sit in L0A / L0B; k_direction_align pads k to 2·k0), and the bytes of A, B
+        and C read or written (GEMV: A is k plain elements)."""
+        k0 = C0_BYTES // self.a.dtype.itemsize
+        k1 = 2 * ceil_div(self.k, 2 * k0) if self.k_direction_align else ceil_div(self.k, k0)
         m1, n1 = ceil_div(self.m, FRACTAL_ROWS), ceil_div(self.n, FRACTAL_ROWS)
-        return m1 * n1 * FRACTAL_ROWS * FRACTAL_ROWS * self.c.dtype.itemsize
+        a_bytes = (self.k * self.a.dtype.itemsize if self.m == 1
+                   else m1 * k1 * FRACTAL_BYTES)
+        return {"k0": k0, "k1": k1, "a_bytes": a_bytes, "b_bytes": k1 * n1 * FRACTAL_BYTES,
+                "c_bytes": m1 * n1 * FRACTAL_ROWS * FRACTAL_ROWS * self.c.dtype.itemsize}
 
     @property
     def input_mode(self) -> str:

@@ -49,16 +49,16 @@ class TransDataTo5HD(Instr):
                               "integer >= 1")
         if min(self.dst_rep_stride, self.src_rep_stride) < 0:
             raise NpusimError(f"{self.name}: negative repeat stride")
-        dtypes = {t.dtype for t in (*self.dst, *self.src)}
-        if len(dtypes) != 1 or next(iter(dtypes)).itemsize != 2:
+        dtype = self.src[0].dtype
+        if dtype.itemsize != 2 or any(t.dtype != dtype for t in (*self.dst, *self.src)):
+            dtypes = {t.dtype for t in (*self.dst, *self.src)}
             raise NpusimError(f"{self.name}: only the 16-bit form is modelled; got "
                               f"{', '.join(sorted(name_of(d) for d in dtypes))}")
-        for t, stride, what in self._operands():
-            t.check(self._span(stride), f"{self.name} {what}")
-
-    def _operands(self):
-        return ([(t, self.src_rep_stride, "read of src") for t in self.src]
-                + [(t, self.dst_rep_stride, "write of dst") for t in self.dst])
+        for tensors, stride, what in ((self.src, self.src_rep_stride, "read of src"),
+                                      (self.dst, self.dst_rep_stride, "write of dst")):
+            span, what = self._span(stride), f"{self.name} {what}"
+            for t in tensors:
+                t.check(span, what)
 
     def _span(self, stride: int) -> int:
         return ((self.repeat_times - 1) * stride + 1) * BLOCK_BYTES
@@ -67,10 +67,11 @@ class TransDataTo5HD(Instr):
         if self.repeat_times > chip.max_repeat_times:
             raise NpusimError(f"{self.name}: repeat_times = {self.repeat_times}; allowed: "
                               f"1..{chip.max_repeat_times} on chip {chip.name!r}")
-        for t, _stride, what in self._operands():
-            if t.kind != "UB" or t.addr % BLOCK_BYTES:
-                raise NpusimError(f"{self.name}: {what} at {t.where()} must be a 32-byte "
-                                  "aligned UB address")
+        for tensors, what in ((self.src, "read of src"), (self.dst, "write of dst")):
+            for t in tensors:
+                if t.kind != "UB" or t.addr % BLOCK_BYTES:
+                    raise NpusimError(f"{self.name}: {what} at {t.where()} must be a 32-byte "
+                                      "aligned UB address")
         chip.vector_cost("vnchwconv", "f16")
 
     def head(self, chip) -> float:
@@ -124,12 +125,12 @@ class TransDataTo5HD(Instr):
                 self._blocks(t, self.dst_rep_stride)[...] = rows[:, :, j]
 
     def reads(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self._span(self.src_rep_stride))
-                     for t in self.src)
+        span = self._span(self.src_rep_stride)
+        return tuple((t.store, t.addr, t.addr + span) for t in self.src)
 
     def writes(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self._span(self.dst_rep_stride))
-                     for t in self.dst)
+        span = self._span(self.dst_rep_stride)
+        return tuple((t.store, t.addr, t.addr + span) for t in self.dst)
 
     def operands(self) -> dict:
         return {"dtype": name_of(self.src[0].dtype), "repeat_times": self.repeat_times,

@@ -772,3 +772,23 @@ def test_step_sums_pair_search_by_step_gives_the_same_bits(monkeypatch, specials
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(got), nan)
     assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
+
+
+@pytest.mark.parametrize("field,value,allowed", [
+    ("l1_h", 32768, "0..32767"), ("channel_size", -1, "0..65535"), ("m_start_pt", 40000,
+    "0..32767"), ("stride_w", 0, "1..63"), ("filter_h", 256, "0..255"),
+    ("dilation_filter_w", 0, "1..255"), ("pad_list", (0, 0, 256, 0), "0..255")])
+def test_load3d_out_of_range_parameter_is_named(field, value, allowed):
+    """Every LoadData3DParamsV2 field out of its range is refused with its name and range."""
+    core = Core(A2)
+    params = dict(l1_h=4, l1_w=4, channel_size=16, k_extension=16, m_extension=16)
+    params[field] = value
+    name = "pad_list entry" if field == "pad_list" else field
+    with pytest.raises(NpusimError, match=f"{name} = {value if field != 'pad_list' else 256} "
+                                          f"out of range; allowed {allowed}"):
+        LoadData3D(dst=core.t("L0A", 0, np.float16, 256), src=core.t("L1", 0, np.float16, 256),
+                   **params)
+    with pytest.raises(NpusimError, match="pad_list needs 4 entries"):
+        LoadData3D(dst=core.t("L0A", 0, np.float16, 256), src=core.t("L1", 0, np.float16, 256),
+                   l1_h=4, l1_w=4, channel_size=16, k_extension=16, m_extension=16,
+                   pad_list=(0, 0, 0))
