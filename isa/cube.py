@@ -208,21 +208,26 @@ def _exponent_tables(dtype: np.dtype, bits: int) -> tuple[np.ndarray, np.ndarray
 
 def _spans16(sa: np.ndarray, sb: np.ndarray, full: int, k0: int, bits: int):
     """_slice_span of every k-step's rows of A (full x m) and columns of B (full x n) for 16-bit
-    float operands (fp16, bf16), read from their bits with one table lookup per extreme: A's
-    first ``full·k0`` columns transposed beside B's rows, so both reduce in one pass."""
+    float operands (fp16, bf16): A's first ``full·k0`` columns transposed beside B's rows, so
+    both reduce in one pass (see _bit_spans)."""
     m, n, rows = sa.shape[0], sb.shape[1], full * k0
     mag = np.empty((rows, m + n), np.uint16)
     np.copyto(mag[:, :m], sa.view(np.uint16)[:, :rows].T)
     np.copyto(mag[:, m:], sb.view(np.uint16)[:rows])
-    mag &= np.uint16(0x7FFF)
-    steps = mag.reshape(full, k0, m + n)
-    top = np.maximum.reduce(steps, axis=1)
-    mag -= np.uint16(1)      # zeros wrap to the largest value: the minimum is the smallest nonzero
-    low = np.minimum.reduce(steps, axis=1)
-    low += np.uint16(1)
-    top_of, low_of = _exponent_tables(sa.dtype, bits)
-    span = top_of.take(top) - low_of.take(low)
+    span = _bit_spans(mag.reshape(full, k0, m + n), sa.dtype, bits)
     return span[:, :m], span[:, m:]
+
+
+def _bit_spans(bits16: np.ndarray, dtype: np.dtype, bits: int) -> np.ndarray:
+    """_slice_span along axis 1 of the raw bits (uint16, overwritten) of 16-bit floats, read
+    with one table lookup per extreme (see _exponent_tables)."""
+    bits16 &= np.uint16(0x7FFF)
+    top = np.maximum.reduce(bits16, axis=1)
+    bits16 -= np.uint16(1)   # zeros wrap to the largest value: the minimum is the smallest nonzero
+    low = np.minimum.reduce(bits16, axis=1)
+    low += np.uint16(1)
+    top_of, low_of = _exponent_tables(dtype, bits)
+    return top_of.take(top) - low_of.take(low)
 
 
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
@@ -323,6 +328,18 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
     if k % k0:
         tail = step_sums(a[None, :, full * k0:], b[None, full * k0:], bits)
         yield tail[0].astype(np.float32)
+
+
+def add_step_sums(acc: np.ndarray, a3: np.ndarray, b3: np.ndarray, ra, rb) -> None:
+    """acc (fp32, m x n) += each step's sums of a3 (steps x m x kk) · b3 (steps x kk x n),
+    rounded to fp32, in increasing step; ra, rb: the spans of the steps' rows and columns (see
+    step_partials, whose rules and cache-sized chunks this follows)."""
+    steps, m, kk = a3.shape
+    per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * b3.shape[2]))
+    for s0 in range(0, steps, per_chunk):
+        s1 = min(steps, s0 + per_chunk)
+        for partial in _sums(a3[s0:s1], b3[s0:s1], ra[s0:s1], rb[s0:s1], _room(kk)):
+            np.add(acc, partial, out=acc, dtype=np.float32)   # rounded to fp32, an fp32 add
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -460,6 +477,9 @@ class Mmad(Instr):
     def execute(self) -> None:
         if not (self.m and self.n):
             return
+        if self.whole_fractals16:
+            self._execute_fractals16()
+            return
         flat, m1, n1 = self._c_flat()
         a, b = self.operand_a(), self.operand_b()
         if self.init:
@@ -472,6 +492,38 @@ class Mmad(Instr):
         else:
             result = self._accumulate(a, b, old)
         write_fractal(flat, result, m1, n1, FRACTAL_ROWS, FRACTAL_ROWS, "NZ")
+
+    @property
+    def whole_fractals16(self) -> bool:
+        """fp16 / bf16 operands filling whole fractals (m, n multiples of 16, k of k0)."""
+        return (self.a.dtype.itemsize == 2 and self.a.dtype.name in SIGNIFICANT_BITS
+                and self.m > 1 and not (self.m % FRACTAL_ROWS or self.n % FRACTAL_ROWS
+                                        or self.k % self.k0))
+
+    def _execute_fractals16(self) -> None:
+        """execute for whole_fractals16: A, B and C go straight from their L0 layouts to the
+        step-major forms the sums use (one copy each, no m x k or k x n intermediate); the
+        same steps, spans and roundings as _accumulate."""
+        k0, k1, m, n, fr = self.k0, self.k1, self.m, self.n, FRACTAL_ROWS
+        m1, n1 = m // fr, n // fr
+        za = self.a.array(self.a_bytes // 2).reshape(m1, k1, fr, k0)     # ZZ
+        zb = self.b.array(self.b_bytes // 2).reshape(k1, n1, fr, k0)     # ZN: [k1, n1, n, k]
+        raw = np.empty((k1, k0, m1 + n1, fr), np.uint16)   # A^T beside B, step-major
+        raw[:, :, :m1] = za.view(np.uint16).transpose(1, 3, 0, 2)
+        raw[:, :, m1:] = zb.view(np.uint16).transpose(0, 3, 1, 2)
+        span = _bit_spans(raw.reshape(k1, k0, m + n), self.a.dtype,
+                          SIGNIFICANT_BITS[self.a.dtype.name])
+        a3 = np.empty((k1, m1, fr, k0))
+        a3[...] = za.transpose(1, 0, 2, 3)
+        b3 = np.empty((k1, k0, n1, fr))
+        b3[...] = zb.transpose(0, 3, 1, 2)
+        nz = self.c.array(self.c_bytes // 4).reshape(n1, m1, fr, fr)
+        acc = np.zeros((m1, fr, n1, fr), np.float32)
+        if not self.init:
+            acc[...] = nz.transpose(1, 2, 0, 3)
+        add_step_sums(acc.reshape(m, n), a3.reshape(k1, m, k0), b3.reshape(k1, k0, n),
+                      span[:, :m], span[:, m:])
+        nz[...] = acc.transpose(2, 0, 1, 3)
 
     def _accumulate(self, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         if self.hf32:

@@ -792,3 +792,35 @@ def test_load3d_out_of_range_parameter_is_named(field, value, allowed):
         LoadData3D(dst=core.t("L0A", 0, np.float16, 256), src=core.t("L1", 0, np.float16, 256),
                    l1_h=4, l1_w=4, channel_size=16, k_extension=16, m_extension=16,
                    pad_list=(0, 0, 0))
+
+
+@pytest.mark.parametrize("dtype,spread", [(np.float16, 4), (np.float16, 40), (bfloat16, 200)])
+@pytest.mark.parametrize("init", [True, False])
+def test_whole_fractal_mmad_path_gives_the_general_paths_bits(dtype, spread, init):
+    """fp16 / bf16 Mmad on whole fractals reads A, B and C straight from their L0 layouts;
+    its C has the bits of the general path (operands read as m x k and k x n matrices), with
+    wide exponent spreads (inexact step sums), zeros, inf and nan."""
+    rng = np.random.default_rng(spread)
+    core = Core(A2)
+    m, n, k = 32, 48, 64
+    l0a, l0b = core.t("L0A", 0, dtype, m * k), core.t("L0B", 0, dtype, k * n)
+    l0c = core.t("L0C", 0, np.float32, m * n)
+    l0a.array().view(np.uint16)[:] = wide_values(rng, m * k, dtype, spread).astype(dtype).view(
+        np.uint16)
+    l0b.array().view(np.uint16)[:] = wide_values(rng, k * n, dtype, spread).astype(dtype).view(
+        np.uint16)
+    l0a.array()[5], l0b.array()[77] = np.inf, np.nan
+    l0c.array()[:] = wide_values(rng, m * n, np.float32, 20)
+    mm = Mmad(c=l0c, a=l0a, b=l0b, m=m, n=n, k=k, init=init)
+    assert mm.whole_fractals16
+    old = np.zeros((m, n), np.float32) if init else read_nz(l0c, m, n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = mm._accumulate(mm.operand_a(), mm.operand_b(), old)
+        mm.execute()
+    got = read_nz(l0c, m, n)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def read_nz(t, m: int, n: int) -> np.ndarray:
+    """The m x n fp32 matrix in NZ at tensor ``t``."""
+    return t.array(m * n).reshape(n // 16, m, 16).transpose(1, 0, 2).reshape(m, n)
