@@ -15,6 +15,7 @@ form (an 8 x 16 transpose); they raise NpusimError.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -26,6 +27,30 @@ from .base import Instr, Pipe
 
 BLOCK_BYTES = 32
 LIST_LEN = 16
+
+
+@lru_cache(maxsize=256)
+def _gather_index(addrs: tuple, repeats: int, src_stride: int, dst_stride: int):
+    """(source, destination) indices of 16-bit elements such that destination block j of each
+    repeat gets lane j of the 16 source blocks (cached per address list, read-only), or None
+    when an address is odd or two destination blocks overlap (the order of the writes would
+    matter). With dst_stride 0 every repeat writes the same blocks: only the last counts."""
+    if any(a % 2 for a in addrs):
+        return None
+    first = repeats - 1 if dst_stride == 0 else 0
+    step = np.arange(first, repeats)[:, None] * LIST_LEN
+    where = np.array(addrs) // 2
+    src = where[None, :LIST_LEN] + step * src_stride                     # (repeat, i)
+    dst = where[None, LIST_LEN:] + step * dst_stride                     # (repeat, j)
+    if np.diff(np.sort(dst, axis=None)).min(initial=LIST_LEN) < LIST_LEN:
+        return None
+    lane = np.arange(LIST_LEN)
+    src_index = np.ascontiguousarray((src[:, :, None] + lane).transpose(0, 2, 1))  # [r, j, i]:
+    # source block i, lane j
+    dst_index = dst[:, :, None] + lane                        # [r, j, i]: block j, lane i
+    for index in (src_index, dst_index):
+        index.setflags(write=False)
+    return src_index, dst_index
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,21 +123,14 @@ class TransDataTo5HD(Instr):
         """The transpose as one gather and one scatter on the store's 16-bit elements; False
         (nothing done) unless every address is an even byte of ``store`` and no two
         destination blocks overlap (then the order of the writes cannot matter)."""
-        addrs = [t.addr for t in self.src] + [t.addr for t in self.dst]
-        if (any(t.store is not store for t in (*self.src, *self.dst)) or store.data.size % 2
-                or any(a % 2 for a in addrs)):
+        if any(t.store is not store for t in (*self.src, *self.dst)) or store.data.size % 2:
             return False
-        repeats = self.repeat_times if self.dst_rep_stride else 1   # stride 0: the last wins
-        step = np.arange(self.repeat_times - repeats, self.repeat_times)[:, None] * LIST_LEN
-        where = np.array(addrs) // 2
-        src = where[None, :LIST_LEN] + step * self.src_rep_stride         # (repeat, i)
-        dst = where[None, LIST_LEN:] + step * self.dst_rep_stride         # (repeat, j)
-        if np.diff(np.sort(dst, axis=None)).min(initial=LIST_LEN) < LIST_LEN:
+        where = _gather_index(tuple(t.addr for t in (*self.src, *self.dst)), self.repeat_times,
+                              self.src_rep_stride, self.dst_rep_stride)
+        if where is None:
             return False
-        lane = np.arange(LIST_LEN)
         elements = store.data.view(np.uint16)
-        rows = elements[src[:, :, None] + lane]                            # (repeat, i, j)
-        elements[dst[:, :, None] + lane] = rows.transpose(0, 2, 1)         # dst j, lane i
+        elements[where[1]] = elements[where[0]]
         return True
 
     def _execute_by_address(self) -> None:
