@@ -61,7 +61,7 @@ LOAD3D_FIELDS = attrgetter(*LOAD3D_LIMITS)
 LOAD3D_LOW, LOAD3D_HIGH = zip(*LOAD3D_LIMITS.values(), strict=True)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)
 def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, dil_w, left, top,
                    m_start, m_ext, k_start, k_ext) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile (0
@@ -85,6 +85,29 @@ def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, di
     idx.setflags(write=False)
     pads.setflags(write=False)
     return idx, pads
+
+
+@lru_cache(maxsize=512)
+def _img2col_laid_out(index_args: tuple, shape: tuple, transpose: bool):
+    """_img2col_index's indices and pad positions in the order the destination's fractal
+    layout ``shape`` (r1, c1, fractal rows, fractal cols, layout) stores the tile (transposed
+    first when ``transpose``), or None when the tile does not fill whole fractals (then the
+    padding of the last fractals keeps its bytes and the write goes through write_fractal)."""
+    idx, pads = _img2col_index(*index_args)
+    r1, c1, fr, fc, layout = shape
+    is_pad = np.zeros(idx.shape, bool)
+    is_pad.reshape(-1)[pads] = True
+    if transpose:
+        idx, is_pad = idx.T, is_pad.T
+    if idx.shape != (r1 * fr, c1 * fc):
+        return None
+    laid, laid_pad = np.empty(idx.size, idx.dtype), np.empty(idx.size, bool)
+    write_fractal(laid, idx, *shape)
+    write_fractal(laid_pad, is_pad, *shape)
+    pads = np.flatnonzero(laid_pad)
+    laid.setflags(write=False)
+    pads.setflags(write=False)
+    return laid, pads
 
 
 def check_range(what: str, name: str, value: int, lo: int, hi: int) -> None:
@@ -332,28 +355,39 @@ class LoadData3D(Instr):
     def body(self, chip) -> float:
         return self.dst_bytes / chip.load3d_bytes_per_cycle
 
+    def _index_args(self) -> tuple:
+        return (self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,
+                self.stride_h, self.stride_w, self.dilation_filter_h, self.dilation_filter_w,
+                self.pad_list[0], self.pad_list[2], self.m_start_pt, self.m_extension,
+                self.k_start_pt, self.k_extension)
+
+    def _pad_bits(self, uint):
+        return np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
+
     def img2col(self) -> np.ndarray:
         """The m_extension x k_extension tile of the img2col matrix (raw element bits)."""
-        idx, pads = _img2col_index(self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w,
-                                   self.wo, self.stride_h, self.stride_w,
-                                   self.dilation_filter_h, self.dilation_filter_w,
-                                   self.pad_list[0], self.pad_list[2], self.m_start_pt,
-                                   self.m_extension, self.k_start_pt, self.k_extension)
+        idx, pads = _img2col_index(*self._index_args())
         uint = UINT_OF_SIZE[self.src.dtype.itemsize]
         x = self.src.array(self.src_elements).view(uint).take(idx)
         if pads.size:   # the pad value's bits where the window leaves the map
-            x.reshape(-1)[pads] = np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
+            x.reshape(-1)[pads] = self._pad_bits(uint)
         return x
 
     def execute(self) -> None:
         if self.nop:
             return
+        transpose = self.en_transpose and self.dst.kind == "L0A"
+        uint = UINT_OF_SIZE[self.src.dtype.itemsize]
+        flat = self.dst.array(self.dst_bytes // self.dst.dtype.itemsize).view(uint)
+        laid = _img2col_laid_out(self._index_args(), self._dst_shape, transpose)
+        if laid is not None:   # whole fractals: gather straight into the layout
+            np.take(self.src.array(self.src_elements).view(uint), laid[0], out=flat,
+                    mode="clip")   # every index is in range: clip only avoids a buffered copy
+            if laid[1].size:
+                flat[laid[1]] = self._pad_bits(uint)
+            return
         x = self.img2col()
-        r1, c1, fr, fc, layout = self.dst_shape()
-        if self.en_transpose and self.dst.kind == "L0A":
-            x = x.T
-        flat = self.dst.array(self.dst_bytes // self.dst.dtype.itemsize).view(x.dtype)
-        write_fractal(flat, x, r1, c1, fr, fc, layout)
+        write_fractal(flat, x.T if transpose else x, *self._dst_shape)
 
     def reads(self) -> tuple:
         return () if self.nop else (region(self.src, self.src_elements * self.src.dtype.itemsize),)
