@@ -240,7 +240,7 @@ def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
 
 def _room(kk: int) -> int:
     """Bits a step of ``kk`` products leaves for the operands' spans (53 minus carries)."""
-    return 53 - int(np.ceil(np.log2(max(kk, 1))))
+    return 53 - (max(kk, 1) - 1).bit_length()     # 53 - ceil(log2(kk))
 
 
 def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
@@ -332,14 +332,26 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
 
 def add_step_sums(acc: np.ndarray, a3: np.ndarray, b3: np.ndarray, ra, rb) -> None:
     """acc (fp32, m x n) += each step's sums of a3 (steps x m x kk) · b3 (steps x kk x n),
-    rounded to fp32, in increasing step; ra, rb: the spans of the steps' rows and columns (see
-    step_partials, whose rules and cache-sized chunks this follows)."""
+    rounded to fp32, in increasing step; ra, rb: the spans of the steps' rows and columns.
+    The rules of step_partials; the elements that may be inexact are summed in order first,
+    then each step's product goes through one m x n float64 buffer (stays in cache)."""
     steps, m, kk = a3.shape
-    per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * b3.shape[2]))
-    for s0 in range(0, steps, per_chunk):
-        s1 = min(steps, s0 + per_chunk)
-        for partial in _sums(a3[s0:s1], b3[s0:s1], ra[s0:s1], rb[s0:s1], _room(kk)):
-            np.add(acc, partial, out=acc, dtype=np.float32)   # rounded to fp32, an fp32 add
+    room = _room(kk)
+    ok = ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room
+    fix = None
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        q, i, j = _inexact(ra[bad], rb[bad], room)
+        if q.size:
+            s = bad[q]
+            fix = (s, i, j, np.add.accumulate(a3[s, i, :] * b3[s, :, j], axis=1)[:, -1])
+    buf = np.empty((m, b3.shape[2]))
+    for step in range(steps):
+        np.matmul(a3[step], b3[step], out=buf)
+        if fix is not None:
+            here = fix[0] == step
+            buf[fix[1][here], fix[2][here]] = fix[3][here]
+        np.add(acc, buf, out=acc, dtype=np.float32)   # rounded to fp32, an fp32 add
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -501,9 +513,10 @@ class Mmad(Instr):
                                         or self.k % self.k0))
 
     def _execute_fractals16(self) -> None:
-        """execute for whole_fractals16: A, B and C go straight from their L0 layouts to the
-        step-major forms the sums use (one copy each, no m x k or k x n intermediate); the
-        same steps, spans and roundings as _accumulate."""
+        """execute for whole_fractals16: A (transposed) and B go straight from their L0
+        layouts into one step-major block, read once for the span bits and once widened to
+        float64 (each step's A and B are views of it, as BLAS takes them), C straight from NZ;
+        the same steps, spans and roundings as _accumulate."""
         k0, k1, m, n, fr = self.k0, self.k1, self.m, self.n, FRACTAL_ROWS
         m1, n1 = m // fr, n // fr
         za = self.a.array(self.a_bytes // 2).reshape(m1, k1, fr, k0)     # ZZ
@@ -511,18 +524,15 @@ class Mmad(Instr):
         raw = np.empty((k1, k0, m1 + n1, fr), np.uint16)   # A^T beside B, step-major
         raw[:, :, :m1] = za.view(np.uint16).transpose(1, 3, 0, 2)
         raw[:, :, m1:] = zb.view(np.uint16).transpose(0, 3, 1, 2)
-        span = _bit_spans(raw.reshape(k1, k0, m + n), self.a.dtype,
-                          SIGNIFICANT_BITS[self.a.dtype.name])
-        a3 = np.empty((k1, m1, fr, k0))
-        a3[...] = za.transpose(1, 0, 2, 3)
-        b3 = np.empty((k1, k0, n1, fr))
-        b3[...] = zb.transpose(0, 3, 1, 2)
+        raw = raw.reshape(k1, k0, m + n)
+        wide = raw.view(self.a.dtype).astype(np.float64)   # A^T beside B, as float64
+        span = _bit_spans(raw, self.a.dtype, SIGNIFICANT_BITS[self.a.dtype.name])
+        a3, b3 = wide[:, :, :m].transpose(0, 2, 1), wide[:, :, m:]
         nz = self.c.array(self.c_bytes // 4).reshape(n1, m1, fr, fr)
         acc = np.zeros((m1, fr, n1, fr), np.float32)
         if not self.init:
             acc[...] = nz.transpose(1, 2, 0, 3)
-        add_step_sums(acc.reshape(m, n), a3.reshape(k1, m, k0), b3.reshape(k1, k0, n),
-                      span[:, :m], span[:, m:])
+        add_step_sums(acc.reshape(m, n), a3, b3, span[:, :m], span[:, m:])
         nz[...] = acc.transpose(2, 0, 1, 3)
 
     def _accumulate(self, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
