@@ -55,7 +55,8 @@ with FixPipe, fp16 output in L0C (Atlas training's f16 x f16 -> f16), int4 and s
 Padded rows and columns of C are left untouched (hardware computes them from padding).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -188,6 +189,47 @@ def _slice_span(x: np.ndarray, axis, bits: int) -> np.ndarray:
     return _span(top.view(np.int64), low.view(np.int64), bits)
 
 
+@lru_cache(maxsize=8)
+def _exponent_tables(dtype: np.dtype, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(top, low) over every magnitude bit pattern of a 16-bit float (sign bit clear), such that
+    ``top[t] - low[l]`` is _slice_span's value for a slice whose largest magnitude has bits t and
+    whose smallest nonzero one has bits l: e_max - e_min + bits; 0 for an all-zero slice
+    (t = l = 0); at least 999 (not exactly 999) for a slice holding inf or nan."""
+    mags = np.arange(1 << 15, dtype=np.uint16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide = mags.view(dtype).astype(np.float64)
+    finite = np.isfinite(wide)
+    exps = np.frexp(np.where(finite, wide, 1.0))[1].astype(np.int32)
+    top, low = exps + bits, np.where(finite, exps, 0)
+    top[0] = low[0] = 0
+    top[~finite] = 999 + low.max()
+    return top, low
+
+
+def _spans16(sa: np.ndarray, sb: np.ndarray, full: int, k0: int, bits: int):
+    """_slice_span of every k-step's rows of A (full x m) and columns of B (full x n) for 16-bit
+    float operands (fp16, bf16): A's first ``full·k0`` columns transposed beside B's rows, so
+    both reduce in one pass (see _bit_spans)."""
+    m, n, rows = sa.shape[0], sb.shape[1], full * k0
+    mag = np.empty((rows, m + n), np.uint16)
+    np.copyto(mag[:, :m], sa.view(np.uint16)[:, :rows].T)
+    np.copyto(mag[:, m:], sb.view(np.uint16)[:rows])
+    span = _bit_spans(mag.reshape(full, k0, m + n), sa.dtype, bits)
+    return span[:, :m], span[:, m:]
+
+
+def _bit_spans(bits16: np.ndarray, dtype: np.dtype, bits: int) -> np.ndarray:
+    """_slice_span along axis 1 of the raw bits (uint16, overwritten) of 16-bit floats, read
+    with one table lookup per extreme (see _exponent_tables)."""
+    bits16 &= np.uint16(0x7FFF)
+    top = np.maximum.reduce(bits16, axis=1)
+    bits16 -= np.uint16(1)   # zeros wrap to the largest value: the minimum is the smallest nonzero
+    low = np.minimum.reduce(bits16, axis=1)
+    low += np.uint16(1)
+    top_of, low_of = _exponent_tables(dtype, bits)
+    return top_of.take(top) - low_of.take(low)
+
+
 def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
     """Step sums (steps x m x n) added in float64 in increasing k from the first product."""
     acc = a3[:, :, 0, None] * b3[:, None, 0, :]
@@ -198,7 +240,7 @@ def _sequential(a3: np.ndarray, b3: np.ndarray) -> np.ndarray:
 
 def _room(kk: int) -> int:
     """Bits a step of ``kk`` products leaves for the operands' spans (53 minus carries)."""
-    return 53 - int(np.ceil(np.log2(max(kk, 1))))
+    return 53 - (max(kk, 1) - 1).bit_length()     # 53 - ceil(log2(kk))
 
 
 def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
@@ -213,6 +255,9 @@ def step_sums(a3: np.ndarray, b3: np.ndarray, bits: int = 53) -> np.ndarray:
                  _room(a3.shape[2]))
 
 
+PAIR_LIMIT = 1 << 16      # candidate (row, column) pairs the inexact search tests at once
+
+
 def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     """step_sums given the spans of every step's rows of A (steps x m) and columns of B
     (steps x n)."""
@@ -221,24 +266,37 @@ def _sums(a3, b3, ra: np.ndarray, rb: np.ndarray, room: int) -> np.ndarray:
     if ok.all():
         return out
     bad = np.flatnonzero(~ok)
-    ra, rb = ra[bad], rb[bad]
-    # An element (i, j) that may be inexact has a row i that fails with the step's widest
-    # column and a column j that fails with its widest row: look only there.
+    q, i, j = _inexact(ra[bad], rb[bad], room)
+    if not q.size:
+        return out
+    if 4 * q.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
+        out[bad] = _sequential(a3[bad], b3[bad])
+    else:   # each such element's products, summed in order (accumulate adds left to right)
+        s = bad[q]
+        out[s, i, j] = np.add.accumulate(a3[s, i, :] * b3[s, :, j], axis=1)[:, -1]
+    return out
+
+
+def _inexact(ra: np.ndarray, rb: np.ndarray, room: int):
+    """(step, row, column) of the elements whose sums may be inexact: the spans of the row of A
+    and the column of B exceed ``room`` together. Such a row fails with its step's widest
+    column and such a column with its widest row: only those are paired."""
     rows = ra + rb.max(axis=1, keepdims=True) > room
     cols = rb + ra.max(axis=1, keepdims=True) > room
+    qr, ir = np.nonzero(rows)
+    qc, jc = np.nonzero(cols)
+    if qr.size * qc.size <= PAIR_LIMIT:
+        x, y = np.nonzero((qr[:, None] == qc[None, :])
+                          & (ra[qr, ir][:, None] + rb[qc, jc][None, :] > room))
+        return qr[x], ir[x], jc[y]
     found = []
     for q in np.flatnonzero(rows.any(axis=1) & cols.any(axis=1)).tolist():
         i, j = np.flatnonzero(rows[q]), np.flatnonzero(cols[q])
         ii, jj = np.nonzero(ra[q, i][:, None] + rb[q, j][None, :] > room)
-        found.append((np.full(ii.size, bad[q]), i[ii], j[jj]))
+        found.append((np.full(ii.size, q), i[ii], j[jj]))
     if not found:
-        return out
-    s, i, j = (np.concatenate(parts) for parts in zip(*found, strict=True))
-    if 4 * s.size > bad.size * ra.shape[1] * rb.shape[1]:   # mostly inexact: all in order
-        out[bad] = _sequential(a3[bad], b3[bad])
-    elif s.size:   # each such element as its own 1 x kk · kk x 1 step, in order
-        out[s, i, j] = _sequential(a3[s, i, None, :], b3[s, :, j, None])[:, 0, 0]
-    return out
+        return qr[:0], qr[:0], qr[:0]
+    return tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
 
 
 def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=None):
@@ -256,9 +314,11 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
     full = k // k0
     if full:
         sa, sb = raw if raw is not None else (a, b)
-        # A's rows per step: k-major (a copy in A's own dtype), so each reduction runs over m
-        ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
-        rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
+        if sa.dtype.itemsize == 2 and sb.dtype == sa.dtype and sa.dtype.name in SIGNIFICANT_BITS:
+            ra, rb = _spans16(sa, sb, full, k0, bits)
+        else:   # A's rows per step k-major (a copy in A's own dtype): reductions run over m
+            ra = _slice_span(sa[:, :full * k0].T.reshape(full, k0, m), 1, bits)
+            rb = _slice_span(sb[:full * k0].reshape(full, k0, n), 1, bits)
     per_chunk = max(1, CHUNK_ELEMENTS // max(1, m * n))
     for s0 in range(0, full, per_chunk):
         s1 = min(full, s0 + per_chunk)
@@ -268,6 +328,30 @@ def step_partials(a: np.ndarray, b: np.ndarray, k0: int, bits: int = 53, raw=Non
     if k % k0:
         tail = step_sums(a[None, :, full * k0:], b[None, full * k0:], bits)
         yield tail[0].astype(np.float32)
+
+
+def add_step_sums(acc: np.ndarray, a3: np.ndarray, b3: np.ndarray, ra, rb) -> None:
+    """acc (fp32, m x n) += each step's sums of a3 (steps x m x kk) · b3 (steps x kk x n),
+    rounded to fp32, in increasing step; ra, rb: the spans of the steps' rows and columns.
+    The rules of step_partials; the elements that may be inexact are summed in order first,
+    then each step's product goes through one m x n float64 buffer (stays in cache)."""
+    steps, m, kk = a3.shape
+    room = _room(kk)
+    ok = ra.max(axis=1, initial=0) + rb.max(axis=1, initial=0) <= room
+    fix = None
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        q, i, j = _inexact(ra[bad], rb[bad], room)
+        if q.size:
+            s = bad[q]
+            fix = (s, i, j, np.add.accumulate(a3[s, i, :] * b3[s, :, j], axis=1)[:, -1])
+    buf = np.empty((m, b3.shape[2]))
+    for step in range(steps):
+        np.matmul(a3[step], b3[step], out=buf)
+        if fix is not None:
+            here = fix[0] == step
+            buf[fix[1][here], fix[2][here]] = fix[3][here]
+        np.add(acc, buf, out=acc, dtype=np.float32)   # rounded to fp32, an fp32 add
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -292,9 +376,17 @@ class Mmad(Instr):
     hf32_trans_mode: bool = False
     k_direction_align: bool = False
     hf32_mantissa_bits: int = 0
+    # geometry, computed once in __post_init__ (see _geometry)
+    k0: int = field(init=False, repr=False, compare=False)
+    k1: int = field(init=False, repr=False, compare=False)
+    a_bytes: int = field(init=False, repr=False, compare=False)
+    b_bytes: int = field(init=False, repr=False, compare=False)
+    c_bytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self._check_operands()
+        for name, value in self._geometry().items():
+            object.__setattr__(self, name, value)
         if not (self.m and self.n):
             return
         self.a.check(self.a_bytes, "mmad read of A")
@@ -321,34 +413,20 @@ class Mmad(Instr):
                               f"hf32_mantissa_bits), got {self.hf32_mantissa_bits}")
 
     @property
-    def k0(self) -> int:
-        return c0_of(self.a.dtype)
-
-    @property
-    def k1(self) -> int:
-        """k-fractals per row of A / per column of B as they sit in L0A / L0B."""
-        if self.k_direction_align:
-            return 2 * ceil_div(self.k, 2 * self.k0)
-        return ceil_div(self.k, self.k0)
-
-    @property
     def gemv(self) -> bool:
         return self.m == 1
 
-    @property
-    def a_bytes(self) -> int:
-        if self.gemv:
-            return self.k * self.a.dtype.itemsize
-        return ceil_div(self.m, FRACTAL_ROWS) * self.k1 * FRACTAL_BYTES
-
-    @property
-    def b_bytes(self) -> int:
-        return self.k1 * ceil_div(self.n, FRACTAL_ROWS) * FRACTAL_BYTES
-
-    @property
-    def c_bytes(self) -> int:
+    def _geometry(self) -> dict:
+        """k0 (A's elements per 32-byte fractal row), k1 (k-fractals per row of A / column of
+        B as they sit in L0A / L0B; k_direction_align pads k to 2·k0), and the bytes of A, B
+        and C read or written (GEMV: A is k plain elements)."""
+        k0 = C0_BYTES // self.a.dtype.itemsize
+        k1 = 2 * ceil_div(self.k, 2 * k0) if self.k_direction_align else ceil_div(self.k, k0)
         m1, n1 = ceil_div(self.m, FRACTAL_ROWS), ceil_div(self.n, FRACTAL_ROWS)
-        return m1 * n1 * FRACTAL_ROWS * FRACTAL_ROWS * self.c.dtype.itemsize
+        a_bytes = (self.k * self.a.dtype.itemsize if self.m == 1
+                   else m1 * k1 * FRACTAL_BYTES)
+        return {"k0": k0, "k1": k1, "a_bytes": a_bytes, "b_bytes": k1 * n1 * FRACTAL_BYTES,
+                "c_bytes": m1 * n1 * FRACTAL_ROWS * FRACTAL_ROWS * self.c.dtype.itemsize}
 
     @property
     def input_mode(self) -> str:
@@ -411,6 +489,9 @@ class Mmad(Instr):
     def execute(self) -> None:
         if not (self.m and self.n):
             return
+        if self.whole_fractals16:
+            self._execute_fractals16()
+            return
         flat, m1, n1 = self._c_flat()
         a, b = self.operand_a(), self.operand_b()
         if self.init:
@@ -423,6 +504,36 @@ class Mmad(Instr):
         else:
             result = self._accumulate(a, b, old)
         write_fractal(flat, result, m1, n1, FRACTAL_ROWS, FRACTAL_ROWS, "NZ")
+
+    @property
+    def whole_fractals16(self) -> bool:
+        """fp16 / bf16 operands filling whole fractals (m, n multiples of 16, k of k0)."""
+        return (self.a.dtype.itemsize == 2 and self.a.dtype.name in SIGNIFICANT_BITS
+                and self.m > 1 and not (self.m % FRACTAL_ROWS or self.n % FRACTAL_ROWS
+                                        or self.k % self.k0))
+
+    def _execute_fractals16(self) -> None:
+        """execute for whole_fractals16: A (transposed) and B go straight from their L0
+        layouts into one step-major block, read once for the span bits and once widened to
+        float64 (each step's A and B are views of it, as BLAS takes them), C straight from NZ;
+        the same steps, spans and roundings as _accumulate."""
+        k0, k1, m, n, fr = self.k0, self.k1, self.m, self.n, FRACTAL_ROWS
+        m1, n1 = m // fr, n // fr
+        za = self.a.array(self.a_bytes // 2).reshape(m1, k1, fr, k0)     # ZZ
+        zb = self.b.array(self.b_bytes // 2).reshape(k1, n1, fr, k0)     # ZN: [k1, n1, n, k]
+        raw = np.empty((k1, k0, m1 + n1, fr), np.uint16)   # A^T beside B, step-major
+        raw[:, :, :m1] = za.view(np.uint16).transpose(1, 3, 0, 2)
+        raw[:, :, m1:] = zb.view(np.uint16).transpose(0, 3, 1, 2)
+        raw = raw.reshape(k1, k0, m + n)
+        wide = raw.view(self.a.dtype).astype(np.float64)   # A^T beside B, as float64
+        span = _bit_spans(raw, self.a.dtype, SIGNIFICANT_BITS[self.a.dtype.name])
+        a3, b3 = wide[:, :, :m].transpose(0, 2, 1), wide[:, :, m:]
+        nz = self.c.array(self.c_bytes // 4).reshape(n1, m1, fr, fr)
+        acc = np.zeros((m1, fr, n1, fr), np.float32)
+        if not self.init:
+            acc[...] = nz.transpose(1, 2, 0, 3)
+        add_step_sums(acc.reshape(m, n), a3, b3, span[:, :m], span[:, m:])
+        nz[...] = acc.transpose(2, 0, 1, 3)
 
     def _accumulate(self, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         if self.hf32:

@@ -36,8 +36,9 @@ on Atlas training, SetFmatrix / SetLoadDataRepeat / SetLoadDataPaddingValue regi
 parameters are given per instruction, as with the default IsResetLoad3dConfig).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter, sub
 from typing import ClassVar
 
 import numpy as np
@@ -45,18 +46,27 @@ import numpy as np
 from npusim.dtypes import name_of
 from npusim.errors import NpusimError
 from npusim.isa.base import Instr, Pipe, region
-from npusim.isa.cube import FRACTAL_BYTES, FRACTAL_ROWS, c0_of, ceil_div, write_fractal
+from npusim.isa.cube import C0_BYTES, FRACTAL_BYTES, FRACTAL_ROWS, ceil_div, write_fractal
 from npusim.isa.move import blocks_view, check_path
 
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 LOAD_DST = {"L0A": "l1_to_l0a_bytes_per_cycle", "L0B": "l1_to_l0b_bytes_per_cycle"}
+# LoadData3DParamsV2 field -> allowed (lowest, highest) value
+LOAD3D_LIMITS = {"l1_h": (0, 32767), "l1_w": (0, 32767), "channel_size": (0, 65535),
+                 "k_extension": (0, 65535), "m_extension": (0, 65535), "k_start_pt": (0, 65535),
+                 "m_start_pt": (0, 32767), "stride_w": (1, 63), "stride_h": (1, 63),
+                 "filter_w": (0, 255), "filter_h": (0, 255), "dilation_filter_w": (1, 255),
+                 "dilation_filter_h": (1, 255)}
+LOAD3D_FIELDS = attrgetter(*LOAD3D_LIMITS)
+LOAD3D_LOW, LOAD3D_HIGH = zip(*LOAD3D_LIMITS.values(), strict=True)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=64)
 def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, dil_w, left, top,
-                   m_start, m_ext, k_start, k_ext) -> np.ndarray:
-    """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile, or
-    the map's size for the elements that read padding (cached per geometry, read-only)."""
+                   m_start, m_ext, k_start, k_ext) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices into the [C1, l1_h, l1_w, C0] map of each element of the img2col tile (0
+    for the elements that read padding), and the flat positions in the tile of those padding
+    elements (cached per geometry, read-only; int32 indices: half the cache's memory)."""
     pos = m_start + np.arange(m_ext)
     col = k_start + np.arange(k_ext)
     ci, cc0 = col // (fh * fw * c0), col % c0
@@ -69,9 +79,35 @@ def _img2col_index(c0, c1, fh, fw, l1_h, l1_w, wo, stride_h, stride_w, dil_h, di
     # ((ci*l1_h + h)*l1_w + w)*c0 + cc0 splits into a row part and a column part
     idx = ((hb * l1_w + wb) * c0)[:, None] + (((ci * l1_h + kh * dil_h) * l1_w + kw * dil_w)
                                                * c0 + cc0)[None, :]
-    idx = np.where(inside, idx, c1 * l1_h * l1_w * c0)
+    idx = np.where(inside, idx, 0).astype(np.int32 if c1 * l1_h * l1_w * c0 < 1 << 31
+                                          else np.intp)
+    pads = np.flatnonzero(~inside)
     idx.setflags(write=False)
-    return idx
+    pads.setflags(write=False)
+    return idx, pads
+
+
+@lru_cache(maxsize=512)
+def _img2col_laid_out(index_args: tuple, shape: tuple, transpose: bool):
+    """_img2col_index's indices and pad positions in the order the destination's fractal
+    layout ``shape`` (r1, c1, fractal rows, fractal cols, layout) stores the tile (transposed
+    first when ``transpose``), or None when the tile does not fill whole fractals (then the
+    padding of the last fractals keeps its bytes and the write goes through write_fractal)."""
+    idx, pads = _img2col_index(*index_args)
+    r1, c1, fr, fc, layout = shape
+    is_pad = np.zeros(idx.shape, bool)
+    is_pad.reshape(-1)[pads] = True
+    if transpose:
+        idx, is_pad = idx.T, is_pad.T
+    if idx.shape != (r1 * fr, c1 * fc):
+        return None
+    laid, laid_pad = np.empty(idx.size, idx.dtype), np.empty(idx.size, bool)
+    write_fractal(laid, idx, *shape)
+    write_fractal(laid_pad, is_pad, *shape)
+    pads = np.flatnonzero(laid_pad)
+    laid.setflags(write=False)
+    pads.setflags(write=False)
+    return laid, pads
 
 
 def check_range(what: str, name: str, value: int, lo: int, hi: int) -> None:
@@ -218,9 +254,24 @@ class LoadData3D(Instr):
     filter_size_w: bool = False
     filter_size_h: bool = False
 
+    # geometry, computed once in __post_init__ from the fields above (see _geometry)
+    fh: int = field(init=False, repr=False, compare=False)
+    fw: int = field(init=False, repr=False, compare=False)
+    c0: int = field(init=False, repr=False, compare=False)
+    c1: int = field(init=False, repr=False, compare=False)
+    k_total: int = field(init=False, repr=False, compare=False)
+    ho: int = field(init=False, repr=False, compare=False)
+    wo: int = field(init=False, repr=False, compare=False)
+    src_elements: int = field(init=False, repr=False, compare=False)
+    nop: bool = field(init=False, repr=False, compare=False)
+    dst_bytes: int = field(init=False, repr=False, compare=False)
+    _dst_shape: tuple = field(init=False, repr=False, compare=False)
+
     def __post_init__(self):
         check_l1_to_l0(self.name, self.dst, self.src)
         self._check_params()
+        for name, value in self._geometry().items():
+            object.__setattr__(self, name, value)
         if self.nop:
             return
         self._check_geometry()
@@ -228,22 +279,45 @@ class LoadData3D(Instr):
         self.dst.check(self.dst_bytes, "load_data_3d write")
 
     def _check_params(self) -> None:
-        what = self.name
-        for name, hi in (("l1_h", 32767), ("l1_w", 32767), ("channel_size", 65535),
-                         ("k_extension", 65535), ("m_extension", 65535), ("k_start_pt", 65535),
-                         ("m_start_pt", 32767)):
-            check_range(what, name, getattr(self, name), 0, hi)
-        for name in ("stride_w", "stride_h"):
-            check_range(what, name, getattr(self, name), 1, 63)
-        for name in ("filter_w", "filter_h"):
-            check_range(what, name, getattr(self, name), 0, 255)
-        for name in ("dilation_filter_w", "dilation_filter_h"):
-            check_range(what, name, getattr(self, name), 1, 255)
+        values = LOAD3D_FIELDS(self)
+        pads = self.pad_list
+        if (min(map(sub, values, LOAD3D_LOW)) >= 0 and min(map(sub, LOAD3D_HIGH, values)) >= 0
+                and len(pads) == 4 and min(pads) >= 0 and max(pads) <= 255):
+            return      # all in range (checked without a Python call per field)
+        for value, (name, (lo, hi)) in zip(values, LOAD3D_LIMITS.items(), strict=True):
+            check_range(self.name, name, value, lo, hi)
         if len(self.pad_list) != 4:
-            raise NpusimError(f"{what}: pad_list needs 4 entries [left, right, top, bottom], "
+            raise NpusimError(f"{self.name}: pad_list needs 4 entries [left, right, top, bottom], "
                               f"got {self.pad_list}")
         for pad in self.pad_list:
-            check_range(what, "pad_list entry", pad, 0, 255)
+            check_range(self.name, "pad_list entry", pad, 0, 255)
+
+    def _geometry(self) -> dict:
+        """The filter extent (``filter_size_*`` add 256), C0 and C1, the img2col matrix's
+        columns (C1·kh·kw·C0) and output size (Ho, Wo: see the module docstring), the map's
+        elements, whether nothing is loaded, and what is written: ``dst_shape`` and bytes."""
+        fh = self.filter_h + (256 if self.filter_size_h else 0)
+        fw = self.filter_w + (256 if self.filter_size_w else 0)
+        c0 = C0_BYTES // self.src.dtype.itemsize
+        c1 = self.channel_size // c0
+        left, right, top, bottom = self.pad_list
+        span_h = self.dilation_filter_h * (fh - 1) + 1
+        span_w = self.dilation_filter_w * (fw - 1) + 1
+        nop = not (self.l1_h and self.l1_w and self.channel_size and self.k_extension
+                   and self.m_extension and fh and fw)
+        m, k = self.m_extension, self.k_extension
+        if self.dst.kind == "L0B":
+            shape = ceil_div(m, c0), ceil_div(k, FRACTAL_ROWS), c0, FRACTAL_ROWS, "ZN"
+        elif self.en_transpose:
+            shape = ceil_div(k, FRACTAL_ROWS), ceil_div(m, c0), FRACTAL_ROWS, c0, "ZZ"
+        else:
+            shape = ceil_div(m, FRACTAL_ROWS), ceil_div(k, c0), FRACTAL_ROWS, c0, "ZZ"
+        return {"fh": fh, "fw": fw, "c0": c0, "c1": c1, "k_total": c1 * fh * fw * c0,
+                "ho": (self.l1_h + top + bottom - span_h) // self.stride_h + 1,
+                "wo": (self.l1_w + left + right - span_w) // self.stride_w + 1,
+                "src_elements": c1 * self.l1_h * self.l1_w * c0, "nop": nop,
+                "dst_bytes": 0 if nop else shape[0] * shape[1] * FRACTAL_BYTES,
+                "_dst_shape": shape}
 
     def _check_geometry(self) -> None:
         c0, item, what = self.c0, self.src.dtype.itemsize, self.name
@@ -266,62 +340,9 @@ class LoadData3D(Instr):
         if self.en_transpose and self.dst.kind == "L0A" and item == 1:
             raise NpusimError(f"{what}: en_transpose to L0A does not take b8 data")
 
-    @property
-    def fh(self) -> int:
-        return self.filter_h + (256 if self.filter_size_h else 0)
-
-    @property
-    def fw(self) -> int:
-        return self.filter_w + (256 if self.filter_size_w else 0)
-
-    @property
-    def nop(self) -> bool:
-        return not (self.l1_h and self.l1_w and self.channel_size and self.k_extension
-                    and self.m_extension and self.fh and self.fw)
-
-    @property
-    def c0(self) -> int:
-        return c0_of(self.src.dtype)
-
-    @property
-    def c1(self) -> int:
-        return self.channel_size // self.c0
-
-    @property
-    def k_total(self) -> int:
-        return self.c1 * self.fh * self.fw * self.c0
-
-    @property
-    def ho(self) -> int:
-        left, right, top, bottom = self.pad_list
-        span = self.dilation_filter_h * (self.fh - 1) + 1
-        return (self.l1_h + top + bottom - span) // self.stride_h + 1
-
-    @property
-    def wo(self) -> int:
-        left, right, top, bottom = self.pad_list
-        span = self.dilation_filter_w * (self.fw - 1) + 1
-        return (self.l1_w + left + right - span) // self.stride_w + 1
-
-    @property
-    def src_elements(self) -> int:
-        return self.c1 * self.l1_h * self.l1_w * self.c0
-
     def dst_shape(self) -> tuple[int, int, int, int, str]:
         """(r1, c1, fractal rows, fractal cols, layout) of what is written."""
-        c0, m, k = self.c0, self.m_extension, self.k_extension
-        if self.dst.kind == "L0B":
-            return ceil_div(m, c0), ceil_div(k, FRACTAL_ROWS), c0, FRACTAL_ROWS, "ZN"
-        if self.en_transpose:
-            return ceil_div(k, FRACTAL_ROWS), ceil_div(m, c0), FRACTAL_ROWS, c0, "ZZ"
-        return ceil_div(m, FRACTAL_ROWS), ceil_div(k, c0), FRACTAL_ROWS, c0, "ZZ"
-
-    @property
-    def dst_bytes(self) -> int:
-        if self.nop:
-            return 0
-        r1, c1, _, _, _ = self.dst_shape()
-        return r1 * c1 * FRACTAL_BYTES
+        return self._dst_shape
 
     def validate(self, chip) -> None:
         check_load_dtype(chip, self.src.dtype, self.name)
@@ -334,29 +355,39 @@ class LoadData3D(Instr):
     def body(self, chip) -> float:
         return self.dst_bytes / chip.load3d_bytes_per_cycle
 
+    def _index_args(self) -> tuple:
+        return (self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,
+                self.stride_h, self.stride_w, self.dilation_filter_h, self.dilation_filter_w,
+                self.pad_list[0], self.pad_list[2], self.m_start_pt, self.m_extension,
+                self.k_start_pt, self.k_extension)
+
+    def _pad_bits(self, uint):
+        return np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
+
     def img2col(self) -> np.ndarray:
         """The m_extension x k_extension tile of the img2col matrix (raw element bits)."""
-        idx = _img2col_index(self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,
-                             self.stride_h, self.stride_w, self.dilation_filter_h,
-                             self.dilation_filter_w, self.pad_list[0], self.pad_list[2],
-                             self.m_start_pt, self.m_extension, self.k_start_pt,
-                             self.k_extension)
-        n = self.src_elements
+        idx, pads = _img2col_index(*self._index_args())
         uint = UINT_OF_SIZE[self.src.dtype.itemsize]
-        ext = np.empty(n + 1, uint)     # the map, then the pad value at index n
-        ext[:n] = self.src.array(n).view(uint)
-        ext[n] = np.array(self.pad_value, self.src.dtype).reshape(1).view(uint)[0]
-        return ext.take(idx)
+        x = self.src.array(self.src_elements).view(uint).take(idx)
+        if pads.size:   # the pad value's bits where the window leaves the map
+            x.reshape(-1)[pads] = self._pad_bits(uint)
+        return x
 
     def execute(self) -> None:
         if self.nop:
             return
+        transpose = self.en_transpose and self.dst.kind == "L0A"
+        uint = UINT_OF_SIZE[self.src.dtype.itemsize]
+        flat = self.dst.array(self.dst_bytes // self.dst.dtype.itemsize).view(uint)
+        laid = _img2col_laid_out(self._index_args(), self._dst_shape, transpose)
+        if laid is not None:   # whole fractals: gather straight into the layout
+            np.take(self.src.array(self.src_elements).view(uint), laid[0], out=flat,
+                    mode="clip")   # every index is in range: clip only avoids a buffered copy
+            if laid[1].size:
+                flat[laid[1]] = self._pad_bits(uint)
+            return
         x = self.img2col()
-        r1, c1, fr, fc, layout = self.dst_shape()
-        if self.en_transpose and self.dst.kind == "L0A":
-            x = x.T
-        flat = self.dst.array(self.dst_bytes // self.dst.dtype.itemsize).view(x.dtype)
-        write_fractal(flat, x, r1, c1, fr, fc, layout)
+        write_fractal(flat, x.T if transpose else x, *self._dst_shape)
 
     def reads(self) -> tuple:
         return () if self.nop else (region(self.src, self.src_elements * self.src.dtype.itemsize),)

@@ -726,3 +726,101 @@ def test_exponent_spans_read_in_the_narrow_dtype_match_float64(dtype):
         wide = x.astype(np.float64)
         for axis in (1, 2, (1, 2)):
             assert np.array_equal(_slice_span(x, axis, 11), _slice_span(wide, axis, 11))
+
+
+@pytest.mark.parametrize("dtype,bits", [(np.float16, 11), (bfloat16, 8)])
+def test_sixteen_bit_spans_read_from_tables_match_slice_span(dtype, bits):
+    """The table lookup Mmad uses for fp16 / bf16 operands gives _slice_span's spans of every
+    step's rows of A and columns of B, for every bit pattern (zeros and subnormals included);
+    where inf or nan lies in the slice both are at least 999."""
+    from npusim.isa.cube import _slice_span, _spans16
+
+    rng = np.random.default_rng(5)
+    raw_a = rng.integers(0, 1 << 16, (24, 40), dtype=np.uint64).astype(np.uint16)
+    raw_b = rng.integers(0, 1 << 16, (40, 20), dtype=np.uint64).astype(np.uint16)
+    for raw in (raw_a, raw_b):
+        raw[rng.random(raw.shape) < 0.5] = 0
+        raw[rng.random(raw.shape) < 0.3] &= np.uint16(0x83FF)   # many subnormals (fp16)
+    raw_a[:5] = 0                                                 # all-zero rows
+    a, b = raw_a.view(dtype), raw_b.view(dtype)
+    ra, rb = _spans16(a, b, 2, 16, bits)
+    with np.errstate(invalid="ignore"):
+        want_a = _slice_span(a[:, :32].T.reshape(2, 16, 24), 1, bits)
+        want_b = _slice_span(b[:32].reshape(2, 16, 20), 1, bits)
+    assert (want_a == 0).any()
+    for got, want in ((ra, want_a), (rb, want_b)):
+        special = want == 999
+        assert special.any()
+        assert np.array_equal(got[~special], want[~special])
+        assert (got[special] >= 999).all()
+
+
+@pytest.mark.parametrize("specials", [False, True])
+def test_step_sums_pair_search_by_step_gives_the_same_bits(monkeypatch, specials):
+    """Past PAIR_LIMIT candidate pairs the inexact elements are searched step by step: the
+    same elements, the same bits as the in-order sum."""
+    import npusim.isa.cube as cube
+
+    monkeypatch.setattr(cube, "PAIR_LIMIT", 0)
+    rng = np.random.default_rng(7)
+    a3 = wide_values(rng, (3, 40, 16), np.float16, 40)
+    b3 = wide_values(rng, (3, 16, 24), np.float16, 40)
+    if specials:
+        a3[0, 0, 3], b3[1, 2, 5] = np.inf, np.nan
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = cube.step_sums(a3, b3, 11), cube._sequential(a3, b3)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
+
+
+@pytest.mark.parametrize("field,value,allowed", [
+    ("l1_h", 32768, "0..32767"), ("channel_size", -1, "0..65535"), ("m_start_pt", 40000,
+    "0..32767"), ("stride_w", 0, "1..63"), ("filter_h", 256, "0..255"),
+    ("dilation_filter_w", 0, "1..255"), ("pad_list", (0, 0, 256, 0), "0..255")])
+def test_load3d_out_of_range_parameter_is_named(field, value, allowed):
+    """Every LoadData3DParamsV2 field out of its range is refused with its name and range."""
+    core = Core(A2)
+    params = dict(l1_h=4, l1_w=4, channel_size=16, k_extension=16, m_extension=16)
+    params[field] = value
+    name = "pad_list entry" if field == "pad_list" else field
+    with pytest.raises(NpusimError, match=f"{name} = {value if field != 'pad_list' else 256} "
+                                          f"out of range; allowed {allowed}"):
+        LoadData3D(dst=core.t("L0A", 0, np.float16, 256), src=core.t("L1", 0, np.float16, 256),
+                   **params)
+    with pytest.raises(NpusimError, match="pad_list needs 4 entries"):
+        LoadData3D(dst=core.t("L0A", 0, np.float16, 256), src=core.t("L1", 0, np.float16, 256),
+                   l1_h=4, l1_w=4, channel_size=16, k_extension=16, m_extension=16,
+                   pad_list=(0, 0, 0))
+
+
+@pytest.mark.parametrize("dtype,spread", [(np.float16, 4), (np.float16, 40), (bfloat16, 200)])
+@pytest.mark.parametrize("init", [True, False])
+def test_whole_fractal_mmad_path_gives_the_general_paths_bits(dtype, spread, init):
+    """fp16 / bf16 Mmad on whole fractals reads A, B and C straight from their L0 layouts;
+    its C has the bits of the general path (operands read as m x k and k x n matrices), with
+    wide exponent spreads (inexact step sums), zeros, inf and nan."""
+    rng = np.random.default_rng(spread)
+    core = Core(A2)
+    m, n, k = 32, 48, 64
+    l0a, l0b = core.t("L0A", 0, dtype, m * k), core.t("L0B", 0, dtype, k * n)
+    l0c = core.t("L0C", 0, np.float32, m * n)
+    l0a.array().view(np.uint16)[:] = wide_values(rng, m * k, dtype, spread).astype(dtype).view(
+        np.uint16)
+    l0b.array().view(np.uint16)[:] = wide_values(rng, k * n, dtype, spread).astype(dtype).view(
+        np.uint16)
+    l0a.array()[5], l0b.array()[77] = np.inf, np.nan
+    l0c.array()[:] = wide_values(rng, m * n, np.float32, 20)
+    mm = Mmad(c=l0c, a=l0a, b=l0b, m=m, n=n, k=k, init=init)
+    assert mm.whole_fractals16
+    old = np.zeros((m, n), np.float32) if init else read_nz(l0c, m, n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = mm._accumulate(mm.operand_a(), mm.operand_b(), old)
+        mm.execute()
+    got = read_nz(l0c, m, n)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def read_nz(t, m: int, n: int) -> np.ndarray:
+    """The m x n fp32 matrix in NZ at tensor ``t``."""
+    return t.array(m * n).reshape(n // 16, m, 16).transpose(1, 0, 2).reshape(m, n)
