@@ -84,11 +84,6 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def c0_of(dtype) -> int:
-    """Elements in one 32-byte fractal row (k0 for A and B, C0 for NC1HWC0 and NZ)."""
-    return C0_BYTES // np.dtype(dtype).itemsize
-
-
 def fractal_view(flat: np.ndarray, r1: int, c1: int, fr: int, fc: int, layout: str):
     """A (r1, fr, c1, fc) view of ``flat`` holding an (r1·fr) x (c1·fc) matrix in ``layout``.
 
