@@ -356,23 +356,26 @@ def _merged(spans) -> list:
     """One instruction's spans with those of one store that overlap or touch joined: the same
     bytes, so the same races, in fewer history entries (a later access then covers them).
     Stores keep the order they first appear in."""
-    first = spans[0][0] if spans else None
-    if spans and all(store is first for store, _, _ in spans):
-        return _joined(first, sorted([(lo, hi) for _, lo, hi in spans]), [])
+    try:
+        ordered = sorted(spans)     # one store (two distinct buffers do not compare)
+    except TypeError:
+        ordered = None
+    if ordered:
+        return _joined(ordered, [])
     by_store: dict = {}
-    for store, lo, hi in spans:
-        by_store.setdefault(store, []).append((lo, hi))
+    for span in spans:
+        by_store.setdefault(span[0], []).append(span)
     out: list = []
-    for store, pieces in by_store.items():
+    for pieces in by_store.values():
         pieces.sort()
-        _joined(store, pieces, out)
+        _joined(pieces, out)
     return out
 
 
-def _joined(store, pieces, out: list) -> list:
-    """Append to ``out`` the sorted (lo, hi) ``pieces`` of ``store``, overlapping ones joined."""
-    lo, hi = pieces[0]
-    for p_lo, p_hi in pieces[1:]:
+def _joined(pieces, out: list) -> list:
+    """Append to ``out`` the sorted spans ``pieces`` of one store, overlapping ones joined."""
+    store, lo, hi = pieces[0]
+    for _, p_lo, p_hi in pieces[1:]:
         if p_lo <= hi:
             if p_hi > hi:
                 hi = p_hi
