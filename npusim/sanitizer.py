@@ -7,73 +7,159 @@ releases (the set's clock travels with the flag); cross-core flags; ``PipeBarrie
 cannot run before the scalar issued it, so it inherits what the scalar knew then. The scalar's
 own UB writes (``set_value``) are not ordered by issue: as on the chip they need a flag.
 
+Clocks are small. On-chip buffers belong to one core, and cores order each other only through
+cross-core flags (between peers: one AIC and its AIVs) and ``SyncAll``. So the threads of each
+group of peers (a connected component of ``core.peers``) keep clock entries for that group's
+threads only, plus one entry counting the ``SyncAll``s they know of: an access of another group
+(which no kernel here makes) is ordered before one of ours exactly when a ``SyncAll`` we know of
+came after it. As in FastTrack, a thread's own entry (its epoch) moves on only after it
+releases its clock (a set, a cross-core set, a drain or ``SyncAll`` that the scalar learns it
+by): the accesses between two releases are ordered alike against every other thread.
+
 Each on-chip buffer keeps a short list of recent accesses as byte intervals. An access races
 with an earlier one on another thread when the intervals overlap, one of them writes, and the
 earlier one does not happen-before it: a ``HazardError`` naming both instructions, their pipes
 and the byte range. As in FastTrack, an access that covers an earlier entry which happens-before
 it replaces that entry (a read replaces only earlier reads): any later access that would race
 with the old entry races with the new one too, so the list stays as short as the buffers in
-flight. The list is kept per 64 KB page of the buffer (an entry on every page it touches), so an
-access looks only at the entries on its own pages, oldest first (the page size sets how much is
-scanned, never what is found: an entry that overlaps an access lies on one of its pages). GM is
-not checked (cores reach GM through atomics or SyncAll by design of the kernels here).
+flight. The list is kept per segment of the buffer: the buffer is cut at the ends of every
+entry (and joined again when one access leaves the same entries on many neighbouring segments),
+and each segment lists the entries over it, so an access that matches a segment, as tiled
+kernels' accesses do, looks only at the entries over its own bytes, oldest first (the cut sets
+how much is scanned, never what is found). GM is not checked (cores reach GM through atomics
+or SyncAll by design of the kernels here).
 """
 
+from bisect import bisect_left, bisect_right
 from collections import deque
-
-import numpy as np
+from functools import cache
 
 from npusim.errors import HazardError
 from npusim.memory import Buffer
 
-PAGE_SHIFT = 16   # the history is kept per 64 KB page: an access scans only its pages' entries
+_END = 1 << 62    # past the end of every buffer
+JOIN_AT = 8       # an access over more segments than this joins them when it can
+
+
+class _Segments(dict):
+    """One buffer's history: start -> the entries overlapping the segment [start, end), oldest
+    first. Segments split at every entry's ends (so an entry covers each segment it overlaps)
+    and join again when one access leaves the same entries on all of them. ``group`` is the
+    group of peers whose threads made every entry (None once two groups touched the buffer)."""
+
+    __slots__ = ("group", "ends", "bounds")
+
+    def __init__(self, group):
+        super().__init__({0: []})
+        self.group = group
+        self.ends = {0: _END}             # start -> end
+        self.bounds = [0, _END]           # every start, and _END
+
+    def covering(self, lo: int, hi: int) -> list[int]:
+        """The starts of the segments that make up [lo, hi), splitting those that stick out."""
+        bounds = self.bounds
+        i = bisect_right(bounds, lo) - 1
+        if bounds[i] != lo:
+            self._split(i, lo)
+            i += 1
+        j = bisect_left(bounds, hi, i)
+        if bounds[j] != hi:
+            self._split(j - 1, hi)
+        return bounds[i:j]
+
+    def _split(self, i: int, at: int) -> None:
+        start = self.bounds[i]
+        self.bounds.insert(i + 1, at)
+        self.ends[at], self.ends[start] = self.ends[start], at
+        self[at] = list(self[start])
+
+    def join(self, starts: list[int]) -> None:
+        """Make the adjacent segments ``starts`` one when they hold the same entries."""
+        if len(starts) < 2:
+            return
+        seqs = [e[0] for e in self[starts[0]]]
+        if any([e[0] for e in self[s]] != seqs for s in starts[1:]):
+            return
+        i = bisect_left(self.bounds, starts[1])
+        del self.bounds[i:i + len(starts) - 1]
+        self.ends[starts[0]] = self.ends[starts[-1]]
+        for s in starts[1:]:
+            del self[s], self.ends[s]
 
 
 class Sanitizer:
-    """Vector clocks of every pipe thread and the access history of every on-chip buffer."""
+    """Vector clocks of every pipe thread and the access history of every on-chip buffer.
+
+    A history entry is ``(seq, lo, hi, slot, epoch, write, inst, thread)``: ``slot`` is the
+    thread's entry in its group's clocks, ``seq`` numbers entries in the order they are made."""
 
     def __init__(self, cores):
         self.tid: dict[tuple[int, str], int] = {}
-        for core in cores:
-            for pipe in core.pipes:
-                self.tid[(core.index, pipe)] = len(self.tid)
-        n = len(self.tid)
-        self.vc = [np.zeros(n, np.int64) for _ in range(n)]
-        self.names = {t: f"{cores[c].label} PIPE-{p}" for (c, p), t in self.tid.items()}
+        self.group: list[int] = []        # thread -> its group of peers
+        self.slot: list[int] = []         # thread -> its entry in the group's clocks (0: SyncAll)
+        self.group_tids: list[list[int]] = []
+        for g, members in enumerate(_peer_groups(cores)):
+            tids = []
+            for core in members:
+                for pipe in core.pipes:
+                    self.tid[(core.index, pipe)] = t = len(self.tid)
+                    self.group.append(g)
+                    self.slot.append(len(tids) + 1)
+                    tids.append(t)
+            self.group_tids.append(tids)
+        self.vc = [[0] * (len(self.group_tids[g]) + 1) for g in self.group]
+        for t, vc in enumerate(self.vc):
+            vc[self.slot[t]] = 1          # the first epoch; 0 means "knows nothing of it"
+        self.names = {self.tid[(c.index, p)]: f"{c.label} PIPE-{p}" for c in cores for p in c.pipes}
         self.core_tids = {c.index: [self.tid[(c.index, p)] for p in c.pipes] for c in cores}
-        self.issue_clock = {c.index: np.zeros(n, np.int64) for c in cores}
-        self.joined = [None] * n      # the issue clock each thread last joined
-        self.history: dict = {}              # buffer -> page -> entries touching the page
+        self.issue_clock = {c.index: [0] * len(self.vc[self.core_tids[c.index][0]])
+                            for c in cores if c.pipes}
+        self.joined = [None] * len(self.vc)   # the issue clock each thread last joined
+        self.join = [_joiner(len(vc)) for vc in self.vc]   # each thread's clock join
+        self.history: dict = {}              # buffer -> _Segments
         self.seq = 0                          # entries numbered in the order they are made
+        self.sync_seqs = [0]                  # seq reached when each SyncAll was released
         self.flag_clocks: dict[tuple, deque] = {}
 
     # clocks ------------------------------------------------------------------------------------
-    def _tick(self, core: int, pipe: str, issue_clock=None) -> int:
+    def _join_issue(self, t: int, issue_clock) -> list:
+        """Thread ``t`` learns the issue clock its instruction was issued under."""
+        vc = self.vc[t] = self.join[t](self.vc[t], issue_clock)
+        self.joined[t] = issue_clock
+        return vc
+
+    def _clock(self, core: int, pipe: str, issue_clock) -> tuple[int, list]:
+        t = self.tid[(core, pipe)]
+        if issue_clock is not None and issue_clock is not self.joined[t]:
+            return t, self._join_issue(t, issue_clock)
+        return t, self.vc[t]
+
+    def on_set(self, core: int, pipe: str, key, issue_clock=None) -> None:
         t = self.tid[(core, pipe)]
         vc = self.vc[t]
         if issue_clock is not None and issue_clock is not self.joined[t]:
-            np.maximum(vc, issue_clock, out=vc)
-            self.joined[t] = issue_clock
-        vc[t] += 1
-        return t
-
-    def on_set(self, core: int, pipe: str, key, issue_clock=None) -> None:
-        t = self._tick(core, pipe, issue_clock)
+            vc = self._join_issue(t, issue_clock)
         pending = self.flag_clocks.get((core, key))
         if pending is None:
             pending = self.flag_clocks[(core, key)] = deque()
-        pending.append(self.vc[t].copy())
+        pending.append(tuple(vc))
+        vc[self.slot[t]] += 1             # released: later accesses are a new epoch
 
     def on_wait(self, core: int, pipe: str, key, issue_clock=None) -> None:
-        t = self._tick(core, pipe, issue_clock)
-        np.maximum(self.vc[t], self.flag_clocks[(core, key)].popleft(), out=self.vc[t])
-        self._scalar_learned(core, pipe)
+        t = self.tid[(core, pipe)]
+        vc = self.vc[t]
+        if issue_clock is not None and issue_clock is not self.joined[t]:
+            vc = self._join_issue(t, issue_clock)
+        self.vc[t] = self.join[t](vc, self.flag_clocks[(core, key)].popleft())
+        if pipe == "S":
+            self._scalar_learned(core)
 
     def on_cross_set(self, core: int, pipe: str, peers, flag_id, issue_clock=None) -> None:
-        t = self._tick(core, pipe, issue_clock)
+        t, vc = self._clock(core, pipe, issue_clock)
+        clock = tuple(vc)
         for peer in peers:
-            self.flag_clocks.setdefault((peer, ("x", flag_id)), deque()).append(
-                self.vc[t].copy())
+            self.flag_clocks.setdefault((peer, ("x", flag_id)), deque()).append(clock)
+        vc[self.slot[t]] += 1
 
     def on_cross_wait(self, core: int, pipe: str, flag_id, issue_clock=None) -> None:
         self.on_wait(core, pipe, ("x", flag_id), issue_clock)
@@ -81,105 +167,139 @@ class Sanitizer:
     def on_drain(self, core: int) -> None:
         """PipeBarrier(ALL): the scalar has seen every pipe of the core go idle."""
         s = self.tid[(core, "S")]
+        vc, slot = self.vc, self.slot
         for t in self.core_tids[core]:
-            np.maximum(self.vc[s], self.vc[t], out=self.vc[s])
-        self._scalar_learned(core, "S")
+            vc[s] = self.join[s](vc[s], vc[t])
+        for t in self.core_tids[core]:
+            if t != s:
+                vc[t][slot[t]] += 1
+        self._scalar_learned(core)
 
     def on_sync_all(self, cores: list[int]) -> None:
-        """SyncAll released: every scalar knows every clock of every core."""
-        top = np.max(np.stack(self.vc), axis=0)
+        """SyncAll released: every scalar knows every clock of every core (of its group: no
+        other can order its buffers' accesses) and that this SyncAll came."""
+        self.sync_seqs.append(self.seq)
+        scalars = {self.tid[(core, "S")] for core in cores}
+        vc, slot = self.vc, self.slot
+        for tids in self.group_tids:
+            top = vc[tids[0]]
+            for t in tids[1:]:
+                top = self.join[t](top, vc[t])
+            top = list(top)
+            top[0] = len(self.sync_seqs) - 1
+            for t in tids:
+                if t in scalars:
+                    vc[t] = list(top)
+            for t in tids:
+                vc[t][slot[t]] += 1
         for core in cores:
-            s = self.tid[(core, "S")]
-            np.maximum(self.vc[s], top, out=self.vc[s])
-            self._scalar_learned(core, "S")
+            self._scalar_learned(core)
 
-    def _scalar_learned(self, core: int, pipe: str) -> None:
-        if pipe == "S":
-            s = self.tid[(core, "S")]
-            clock = self.vc[s].copy()
-            clock[s] = 0   # the scalar's own writes are not ordered by issue
-            self.issue_clock[core] = clock
+    def _scalar_learned(self, core: int) -> None:
+        s = self.tid[(core, "S")]
+        clock = list(self.vc[s])
+        clock[self.slot[s]] = 0   # the scalar's own writes are not ordered by issue
+        self.issue_clock[core] = clock
+
+    def _ordered(self, entry, t: int, vc) -> bool:
+        """Whether the access ``entry`` happens-before thread ``t``'s access at clock ``vc``."""
+        e_t = entry[7]
+        if e_t == t:
+            return True
+        if self.group[e_t] == self.group[t]:
+            return entry[4] <= vc[entry[3]]
+        return entry[0] <= self.sync_seqs[vc[0]]   # another group: a SyncAll t knows of
 
     # accesses ----------------------------------------------------------------------------------
     def on_exec(self, core: int, pipe: str, inst, issue_clock=None) -> None:
-        t = self._tick(core, pipe, issue_clock)
+        t = self.tid[(core, pipe)]
         vc = self.vc[t]
-        epoch = vc.item(t)
-        for write, spans in ((False, inst.reads()), (True, inst.writes())):
+        if issue_clock is not None and issue_clock is not self.joined[t]:
+            vc = self._join_issue(t, issue_clock)
+        spans = inst.reads()
+        if spans:
             if len(spans) > 2:      # e.g. vnchwconv's 16 overlapping strided lists
                 spans = _merged(spans)
             for store, lo, hi in spans:
                 if hi > lo and type(store) is Buffer:
-                    self._access(store, lo, hi, write, t, vc, epoch, inst)
+                    self._access(store, lo, hi, False, t, vc, inst)
+        spans = inst.writes()
+        if len(spans) > 2:
+            spans = _merged(spans)
+        for store, lo, hi in spans:
+            if hi > lo and type(store) is Buffer:
+                self._access(store, lo, hi, True, t, vc, inst)
 
-    def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
-        pages = self.history.get(store)
-        if pages is None:
-            pages = self.history[store] = {}
-        first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
-        if first == last:                   # one page: its list is already oldest first
-            entries = pages.get(first)
-            self.seq += 1
-            entry = (self.seq, lo, hi, t, epoch, write, inst)
-            if entries is None:             # nothing to check against
-                pages[first] = [entry]
-            else:
-                self._scan_page(store, pages, first, entries, entry, vc)
-            return
-        else:
-            found = {}
-            for page in range(first, last + 1):
-                for entry in pages.get(page, ()):
-                    found[entry[0]] = entry
-            entries = [found[seq] for seq in sorted(found)]
-        dropped = None
-        for entry in entries:               # oldest first, as one list in insertion order
-            seq, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
-            if e_hi <= lo or e_lo >= hi:
+    def _access(self, store, lo, hi, write, t, vc, inst) -> None:
+        segs = self.history.get(store)
+        if segs is None:
+            segs = self.history[store] = _Segments(self.group[t])
+        slot = self.slot[t]
+        self.seq = seq = self.seq + 1
+        new = (seq, lo, hi, slot, vc[slot], write, inst, t)
+        if segs.ends.get(lo) != hi or segs.group != self.group[t]:
+            starts = segs.covering(lo, hi)
+            if len(starts) > 1 or segs.group != self.group[t]:
+                self._access_wide(store, segs, new, vc, starts)
+                return
+        entries = segs[lo]                  # one segment, exactly [lo, hi): all overlap it
+        for i, entry in enumerate(entries):  # oldest first
+            if entry[3] != slot and entry[4] > vc[entry[3]]:   # not ordered before this access
+                if write or entry[5]:
+                    self._report(store, max(lo, entry[1]), min(hi, entry[2]),
+                                 (entry[7], entry[6], entry[5]), (t, inst, write))
+            elif entry[1] == lo and entry[2] == hi and (write or not entry[5]):   # covered
+                if i == len(entries) - 1:
+                    entries[i] = new        # dropped, and the new entry goes last
+                else:
+                    segs[lo] = self._covered(store, entries, i, new, vc)
+                return
+        entries.append(new)
+
+    def _covered(self, store, entries, i, new, vc) -> list:
+        """The rest of _access once ``entries[i]`` is found covered: the entries kept, then
+        ``new``."""
+        _, lo, hi, slot, _, write, inst, t = new
+        kept = entries[:i]
+        for entry in entries[i + 1:]:
+            if entry[3] != slot and entry[4] > vc[entry[3]]:
+                if write or entry[5]:
+                    self._report(store, max(lo, entry[1]), min(hi, entry[2]),
+                                 (entry[7], entry[6], entry[5]), (t, inst, write))
+            elif entry[1] == lo and entry[2] == hi and (write or not entry[5]):
                 continue
-            if e_t != t and e_epoch > vc.item(e_t):     # not ordered before this access
-                if write or e_write:
-                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
-                                 (t, inst, write))
-            elif lo <= e_lo and e_hi <= hi and (write or not e_write):
-                if dropped is None:         # covered: it lies on these pages only
-                    dropped = set()
-                dropped.add(seq)
-        self.seq += 1
-        entry = (self.seq, lo, hi, t, epoch, write, inst)
-        for page in range(first, last + 1):
-            kept = pages.get(page)
-            if kept is None:
-                pages[page] = [entry]
-                continue
-            if dropped:
-                kept = pages[page] = [e for e in kept if e[0] not in dropped]
             kept.append(entry)
+        kept.append(new)
+        return kept
 
-    def _scan_page(self, store, pages, page, entries, new, vc) -> None:
-        """_access on one page: check ``new`` against the page's entries oldest first and keep
-        those it does not cover, in the same pass."""
-        _, lo, hi, t, _, write, inst = new
-        kept = None                         # entries[:i] until the first covered one
-        for i, entry in enumerate(entries):
-            _, e_lo, e_hi, e_t, e_epoch, e_write, e_inst = entry
-            if e_hi <= lo or e_lo >= hi:
-                pass
-            elif e_t != t and e_epoch > vc.item(e_t):   # not ordered before this access
+    def _access_wide(self, store, segs, new, vc, starts) -> None:
+        """_access across segments, or on a buffer that two groups of peers touched."""
+        seq, lo, hi, _, _, write, inst, t = new
+        if segs.group != self.group[t]:
+            segs.group = None               # from now on every access takes this path
+        found = {}
+        for start in starts:
+            for entry in segs[start]:
+                found[entry[0]] = entry
+        dropped = None
+        for e_seq in sorted(found):         # oldest first; each overlaps [lo, hi)
+            entry = found[e_seq]
+            e_lo, e_hi, e_write = entry[1], entry[2], entry[5]
+            if not self._ordered(entry, t, vc):
                 if write or e_write:
-                    self._report(store, max(lo, e_lo), min(hi, e_hi), (e_t, e_inst, e_write),
-                                 (t, inst, write))
+                    self._report(store, max(lo, e_lo), min(hi, e_hi),
+                                 (entry[7], entry[6], e_write), (t, inst, write))
             elif lo <= e_lo and e_hi <= hi and (write or not e_write):
-                if kept is None:            # covered: dropped
-                    kept = entries[:i]
-                continue
-            if kept is not None:
-                kept.append(entry)
-        if kept is None:
-            entries.append(new)
-        else:
+                if dropped is None:         # covered: it lies in these segments only
+                    dropped = set()
+                dropped.add(e_seq)
+        for start in starts:
+            kept = segs[start]
+            if dropped:
+                kept = segs[start] = [e for e in kept if e[0] not in dropped]
             kept.append(new)
-            pages[page] = kept
+        if len(starts) > JOIN_AT:
+            segs.join(starts)
 
     def _report(self, store, lo, hi, first, second) -> None:
         def side(entry):
@@ -191,22 +311,76 @@ class Sanitizer:
             "are not ordered by any flag, queue hand-off or barrier")
 
 
+@cache
+def _joiner(n: int):
+    """The element-wise maximum of two n-entry clocks, as a new list: a function written out
+    for n (clocks are short; this runs at every wait and is several times faster than
+    ``list(map(max, a, b))`` or a comprehension)."""
+    if n > 64:
+        return lambda a, b: [x if x > y else y for x, y in zip(a, b, strict=True)]
+    a = ", ".join(f"a{i}" for i in range(n))
+    b = ", ".join(f"b{i}" for i in range(n))
+    body = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(n))
+    scope: dict = {}
+    exec(f"def join(a, b):\n    {a}, = a\n    {b}, = b\n    return [{body}]\n", scope)
+    return scope["join"]
+
+
+def _peer_groups(cores) -> list[list]:
+    """The cores in groups that cross-core flags connect (connected components of peers)."""
+    near: dict = {core.index: set() for core in cores}
+    for core in cores:
+        for peer in getattr(core, "peers", ()):
+            j = getattr(peer, "index", peer)
+            near[core.index].add(j)
+            near.setdefault(j, set()).add(core.index)
+    by_index = {core.index: core for core in cores}
+    seen, groups = set(), []
+    for core in cores:
+        if core.index in seen:
+            continue
+        seen.add(core.index)
+        group, todo = [], [core.index]
+        while todo:
+            i = todo.pop()
+            group.append(i)
+            for j in near.get(i, ()):
+                if j not in seen and j in by_index:
+                    seen.add(j)
+                    todo.append(j)
+        groups.append([by_index[i] for i in sorted(group)])
+    return groups
+
+
 def _merged(spans) -> list:
     """One instruction's spans with those of one store that overlap or touch joined: the same
     bytes, so the same races, in fewer history entries (a later access then covers them).
     Stores keep the order they first appear in."""
+    try:
+        ordered = sorted(spans)     # one store (two distinct buffers do not compare)
+    except TypeError:
+        ordered = None
+    if ordered:
+        return _joined(ordered, [])
     by_store: dict = {}
-    for store, lo, hi in spans:
-        by_store.setdefault(store, []).append((lo, hi))
+    for span in spans:
+        by_store.setdefault(span[0], []).append(span)
     out: list = []
-    for store, pieces in by_store.items():
+    for pieces in by_store.values():
         pieces.sort()
-        lo, hi = pieces[0]
-        for p_lo, p_hi in pieces[1:]:
-            if p_lo <= hi:
-                hi = max(hi, p_hi)
-            else:
-                out.append((store, lo, hi))
-                lo, hi = p_lo, p_hi
-        out.append((store, lo, hi))
+        _joined(pieces, out)
+    return out
+
+
+def _joined(pieces, out: list) -> list:
+    """Append to ``out`` the sorted spans ``pieces`` of one store, overlapping ones joined."""
+    store, lo, hi = pieces[0]
+    for _, p_lo, p_hi in pieces[1:]:
+        if p_lo <= hi:
+            if p_hi > hi:
+                hi = p_hi
+        else:
+            out.append((store, lo, hi))
+            lo, hi = p_lo, p_hi
+    out.append((store, lo, hi))
     return out
