@@ -21,8 +21,9 @@ SimPy event per instruction; the order of same-time events is that of the two-st
 
 Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
 bandwidth. With ``sanitize`` the race detector of ``npusim/sanitizer.py`` follows every
-instruction; ``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction
-so tests can show that outputs do not depend on timing.
+instruction of one core of each on-chip program (``npusim/race_scope.py``);
+``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction so tests
+can show that outputs do not depend on timing.
 
 Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
 instruction at a time), instruction fetch, the scalar's branch costs beyond ``ScalarOps``.
@@ -38,6 +39,7 @@ from npusim.atomic_lines import AtomicLines
 from npusim.bandwidth import GmBandwidth
 from npusim.errors import DeadlockError
 from npusim.processes import pipe_process, scalar_process
+from npusim.race_scope import cores_to_check
 from npusim.sanitizer import Sanitizer
 
 EPS = 1e-9
@@ -97,6 +99,7 @@ class CoreSim:
         self.scalar_blocked = None
         self.issue_pos, self.issue_t = 0, 0.0   # the scalar's place in the stream, its clock
         self.scalar_wake = None
+        self.san = None           # the race detector, when it follows this core
 
     # flags: per key, the times at which its pending sets become visible --------------------
     def set_flag(self, key, visible_at: float) -> None:
@@ -156,7 +159,12 @@ class TimedEngine:
         self.cores = [CoreSim(self, i, c.label, c.stream, c.pipes) for i, c in enumerate(cores)]
         for sim, spec in zip(self.cores, cores, strict=True):
             sim.peers = [self.cores[j] for j in spec.peers]
-        self.sanitizer = Sanitizer(self.cores) if sanitize else None
+        self.sanitizer = None
+        if sanitize:                 # one core of each on-chip program (npusim/race_scope.py)
+            checked = cores_to_check(self.cores)
+            self.sanitizer = Sanitizer(checked)
+            for core in checked:
+                core.san = self.sanitizer
         self.jitter = None
         if jitter is not None:
             seed, max_cycles = jitter

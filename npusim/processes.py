@@ -21,7 +21,7 @@ def pipe_process(engine, pipe):
     queue = pipe.queue
     popleft, timeout = queue.popleft, env.timeout
     tracer = engine.tracer
-    numerics, san, name, index = engine.numerics, engine.sanitizer, pipe.name, core.index
+    numerics, san, name, index = engine.numerics, core.san, pipe.name, core.index
     records = tracer.records if tracer is not None else None
     flags, flag_cycles = core.flags, engine.chip.flag_cycles
     chip, local = engine.chip, engine.jitter is None
@@ -122,8 +122,8 @@ def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
         inst.execute()
     pipe.last_end = end
     pipe.busy_cycles += end - start
-    if engine.sanitizer is not None:
-        engine.sanitizer.on_exec(pipe.core.index, pipe.name, inst, clock)
+    if pipe.core.san is not None:
+        pipe.core.san.on_exec(pipe.core.index, pipe.name, inst, clock)
     if engine.tracer is not None:
         engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start, end))
 
@@ -132,8 +132,8 @@ def _run_set(engine, pipe, inst, t_issue, clock) -> None:
     """set_flag occupies its pipe flag_cycles; the waiter sees it after them."""
     core, env = pipe.core, engine.env
     pipe.not_before = env.now + engine.chip.flag_cycles + (engine.jitter() if engine.jitter else 0)
-    if engine.sanitizer is not None:
-        engine.sanitizer.on_set(core.index, pipe.name, inst.key, clock)
+    if core.san is not None:
+        core.san.on_set(core.index, pipe.name, inst.key, clock)
     core.set_flag(inst.key, pipe.not_before)
     if engine.tracer is not None:
         engine.tracer.records.append((core.index, pipe.name, inst, t_issue, env.now,
@@ -142,7 +142,8 @@ def _run_set(engine, pipe, inst, t_issue, clock) -> None:
 
 def _run_sync(engine, pipe, inst, t_issue, clock):
     """wait_flag, cross-core flags and a barrier on this pipe (in order: only its drain)."""
-    core, env, chip, san = pipe.core, engine.env, engine.chip, engine.sanitizer
+    core, env, chip = pipe.core, engine.env, engine.chip
+    san = core.san
     kind = inst.kind
     if kind == "wait":
         start = env.now
@@ -209,8 +210,8 @@ def _drain(engine, core):
         if pipe.not_before > engine.env.now:
             yield engine.env.timeout(pipe.not_before - engine.env.now)
     core.scalar_blocked = None
-    if engine.sanitizer is not None:
-        engine.sanitizer.on_drain(core.index)
+    if core.san is not None:
+        core.san.on_drain(core.index)
 
 
 def scalar_process(engine, core):
@@ -258,7 +259,7 @@ def _issue_run(engine, core):
     stream, first, t = core.stream, core.issue_pos, core.issue_t
     pipes, chip = core.pipes, engine.chip
     issue, depth = chip.issue_cycles, chip.queue_depth
-    clocks = engine.sanitizer.issue_clock if engine.sanitizer is not None else None
+    clocks = core.san.issue_clock if core.san is not None else None
     index = core.index
     stop = None
     pos = len(stream)
@@ -297,7 +298,7 @@ def _scalar_unpark(engine, pipe) -> None:
     t = core.issue_t + engine.chip.issue_cycles
     if now > t:
         t = now
-    san, stream, pos, queue = engine.sanitizer, core.stream, core.issue_pos, pipe.queue
+    san, stream, pos, queue = core.san, core.stream, core.issue_pos, pipe.queue
     queue.append((stream[pos], t, san.issue_clock[core.index] if san is not None else None))
     core.issue_pos, core.issue_t = pos + 1, t
     if pos + 1 < len(stream):                 # the common case: the next one waits here too
@@ -328,7 +329,7 @@ def _push_mark(engine, core, inst, t) -> None:
 
 def _scalar_inst(engine, core, inst):
     """The blocking part of a scalar-pipe instruction (its cost is added by the caller)."""
-    kind, san, i = inst.kind, engine.sanitizer, core.index
+    kind, san, i = inst.kind, core.san, core.index
     if kind == "wait":
         yield from core.wait_flag(inst.key, None)
         if san is not None:
@@ -365,7 +366,7 @@ def _sync_all(engine, core):
     if len(arrivals) == len(engine.cores):
         engine.sync_arrivals = []
         if engine.sanitizer is not None:
-            engine.sanitizer.on_sync_all([c.index for c in engine.cores])
+            engine.sanitizer.on_sync_all([c.index for c in engine.cores if c.san is not None])
         for e in arrivals:
             e.succeed()
     core.scalar_blocked = ("sync_all", f"{len(arrivals)}/{len(engine.cores)} cores arrived")
