@@ -36,29 +36,35 @@ def cores_to_check(cores) -> list:
         if core.peers:
             chosen.append(core)
             continue
-        program = tuple(_program(core.stream, keys, names))
+        program = _program(core.stream, keys, names)
         if program not in seen:
             seen.add(program)
             chosen.append(core)
     return chosen
 
 
-def _program(stream, keys: dict, names: dict):
-    """The stream as the ints of its entries' footprints (buffer marks left out)."""
-    get = keys.get
-    for inst in stream:
-        key = get(id(inst))
+def _program(stream, keys: dict, names: dict) -> tuple:
+    """The stream as the ints of its entries' footprints: one C-level pass over the objects
+    already seen, then the footprints of the others."""
+    program = list(map(keys.get, map(id, stream)))
+    i = -1
+    while True:
+        try:
+            i = program.index(None, i + 1)
+        except ValueError:
+            return tuple(program)
+        inst = stream[i]
+        key = keys.get(id(inst))
         if key is None:
-            if inst.kind == "mark":
-                continue
-            footprint = _footprint(inst)
-            key = keys[id(inst)] = names.setdefault(footprint, len(names))
-        yield key
+            key = keys[id(inst)] = names.setdefault(_footprint(inst), len(names))
+        program[i] = key
 
 
 def _footprint(inst) -> tuple:
-    """What the race detector reads of one instruction."""
+    """What the race detector reads of one instruction (a buffer mark: nothing but its place)."""
     kind = inst.kind
+    if kind == "mark":
+        return ("mark",)
     if kind in _ACCESS_KINDS:
         return (type(inst), inst.pipe, kind, _on_chip(inst.reads()), _on_chip(inst.writes()))
     if kind in ("set", "wait"):
