@@ -84,14 +84,24 @@ class GlobalMemory:
     def materialize(self) -> None:
         """Create the byte array, or grow it (keeping its contents) for tensors added since.
 
-        ``data`` is a view on a zeroed reservation that doubles when outgrown (capped at what
-        the host allows), so the workspaces the later kernels of an operator add do not copy GM
-        each time; the reservation's untouched pages cost no RAM."""
+        ``data`` is a view on one zeroed reservation as large as the HBM the host can hold
+        (at most half the host's memory): untouched pages cost no RAM, so the workspaces the
+        later kernels of an operator add extend the view instead of copying GM. Where the
+        host refuses so large a reservation, it doubles when outgrown instead."""
         if len(self.data) >= self.size:
             return
         if len(self._reserve) < self.size:
-            cap = max(self.size, min(2 * len(self._reserve), host_memory_bytes() // 2))
-            grown = np.zeros(cap, np.uint8)
+            limit = host_memory_bytes() // 2
+            if self.hbm_bytes is not None:
+                limit = min(limit, self.hbm_bytes)
+            grown = None
+            if len(self._reserve) == 0:
+                try:
+                    grown = np.zeros(max(self.size, limit), np.uint8)
+                except MemoryError:
+                    grown = None
+            if grown is None:
+                grown = np.zeros(max(self.size, min(2 * len(self._reserve), limit)), np.uint8)
             grown[:len(self.data)] = self.data
             self._reserve = grown
         self.data = self._reserve[:self.size]
