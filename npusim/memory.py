@@ -19,6 +19,7 @@ from npusim.dtypes import dtype_of
 from npusim.errors import MemoryAccessError, OutOfMemoryError
 
 GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
+_new = object.__new__
 
 
 def host_memory_bytes() -> int:
@@ -134,21 +135,30 @@ class _Window:
         self.size, self.limit, self.label = size, limit, label
 
     def __getitem__(self, offset: int):
-        if isinstance(offset, slice):
-            raise TypeError("index a tensor with an element offset, as xGm[offset] in Ascend C")
-        offset = int(offset)
-        addr = self.addr + offset * self.dtype.itemsize
+        if type(offset) is not int:
+            if isinstance(offset, slice):
+                raise TypeError("index a tensor with an element offset, as xGm[offset] in "
+                                "Ascend C")
+            offset = int(offset)
+        dtype = self.dtype
+        addr = self.addr + offset * dtype.itemsize
         if offset < 0 or addr > self.limit:
             raise MemoryAccessError(
                 f"offset {offset} is outside {self.describe()} "
-                f"({(self.limit - self.addr) // self.dtype.itemsize} elements)")
-        return type(self)(self.store, addr, self.dtype, max(self.size - offset, 0),
-                          self.limit, self.label)
+                f"({(self.limit - self.addr) // dtype.itemsize} elements)")
+        size = self.size - offset
+        return self._derive(addr, dtype, size if size > 0 else 0)
 
     def reinterpret_cast(self, dtype):
         dt = dtype_of(dtype)
-        return type(self)(self.store, self.addr, dt, self.size * self.dtype.itemsize // dt.itemsize,
-                          self.limit, self.label)
+        return self._derive(self.addr, dt, self.size * self.dtype.itemsize // dt.itemsize)
+
+    def _derive(self, addr: int, dtype: np.dtype, size: int):
+        """A window of the same class, store, limit and label (no dtype conversion)."""
+        new = _new(type(self))
+        new.store, new.addr, new.dtype = self.store, addr, dtype
+        new.size, new.limit, new.label = size, self.limit, self.label
+        return new
 
     @property
     def nbytes(self) -> int:
