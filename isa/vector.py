@@ -43,7 +43,7 @@ mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import ClassVar
 
@@ -248,14 +248,25 @@ class VectorInstr(Instr):
     op_dtypes: ClassVar[tuple[str, ...]] = ARITH
     count: int | None = None
     repeat: RepeatParams | None = None
+    # computed once: (operand_list(), reads, writes) at construction; (chip, head, body) at
+    # validate (the issue), so the run and the race detector do not recompute them
+    spans: tuple = field(default=(), init=False, repr=False, compare=False)
+    timing: tuple = field(default=(None, 0.0, 0.0), init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        _check_form(self)
-        for tensor, which, writes in self.operand_list():
+        count = self.count
+        if not (self.repeat is None and type(count) is int and count >= 0):
+            _check_form(self)
+        ops = self.operand_list()
+        reads, writes = [], []
+        for tensor, which, w in ops:
             nbytes = self.span_bytes(tensor, which)
-            if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
-                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
+            addr = tensor.addr
+            if addr < 0 or addr + nbytes > tensor.limit:   # the message only then
+                tensor.check(nbytes, f"{self.name} {'write' if w else 'read'} of {which}")
+            (writes if w else reads).append((tensor.store, addr, addr + nbytes))
         self.check_operands()
+        object.__setattr__(self, "spans", (ops, tuple(reads), tuple(writes)))
 
     # -- what subclasses describe
     def operand_list(self) -> tuple:
@@ -272,7 +283,7 @@ class VectorInstr(Instr):
         return self.lane_dtype()
 
     def checked_dtypes(self) -> tuple:
-        return tuple(t.dtype for t, _, _ in self.operand_list())
+        return tuple(t.dtype for t, _, _ in self.spans[0])
 
     def allowed_dtypes(self, chip) -> tuple:
         return tuple(d for d in self.op_dtypes if d in chip.compute_dtypes)
@@ -331,9 +342,15 @@ class VectorInstr(Instr):
         return hit[1]
 
     def head(self, chip) -> float:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[1]
         return self.cost(chip)[0]
 
     def body(self, chip) -> float:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[2]
         return self.cost(chip)[1] * self.repeats()
 
     def validate(self, chip) -> None:
@@ -347,17 +364,16 @@ class VectorInstr(Instr):
         if self.repeat is not None and self.repeat.repeat_times > chip.max_repeat_times:
             raise NpusimError(f"{self.name}: repeat_times = {self.repeat.repeat_times}; allowed: "
                               f"0..{chip.max_repeat_times} on chip {chip.name!r}")
-        for tensor, which, _ in self.operand_list():
+        for tensor, which, _ in self.spans[0]:
             _check_placement(self.name, tensor, which, self.align_bytes(which, chip))
-        self.cost(chip)
+        head, slope = self.cost(chip)
+        object.__setattr__(self, "timing", (chip, head, slope * self.repeats()))
 
     def reads(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if not writes)
+        return self.spans[1]
 
     def writes(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if writes)
+        return self.spans[2]
 
     def operands(self) -> dict:
         form = ({"count": self.count} if self.repeat is None else
