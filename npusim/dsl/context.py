@@ -3,7 +3,9 @@
 While a kernel runs for one core, ``current()`` is that core's ``CoreContext``: its chip, its
 buffers, its instruction stream. ``issue(inst)`` checks the instruction against the chip
 (``inst.validate(chip)``), appends it to the stream and, when the launch records
-eagerly (kernels that read data back into the scalar), executes it at once.
+eagerly (kernels that read data back into the scalar), executes it at once. ``issue_same``
+re-issues the object issued before with the same operands (a tile loop repeats its
+instructions on the same buffers), so it is built and checked once per core.
 """
 
 from npusim.errors import NpusimError
@@ -24,16 +26,10 @@ class CoreContext:
         self.hf32_mode = False        # SetHF32Mode: fp32 Mmad operands rounded to HF32
         self.hf32_trans_mode = False  # SetHF32TransMode: HF32 rounding ties away from zero
         self.stream: list = []
+        self.issued: dict = {}   # operand key -> the instruction issued under it (issue_same)
 
     def issue(self, inst):
-        inst.validate(self.chip)
-        if inst.pipe not in self.pipes:
-            raise NpusimError(f"{inst.name}: core {self.label} has no PIPE-{inst.pipe} "
-                              f"(its pipes: {', '.join(self.pipes)})")
-        self.stream.append(inst)
-        if self.eager:
-            return inst.execute()
-        return None
+        return issue_on(self, inst)
 
 
 def current() -> CoreContext:
@@ -46,7 +42,19 @@ def issue(inst):
     """Issue one instruction on the current core."""
     if not _CURRENT:
         current()            # raises the error
-    return _CURRENT[-1].issue(inst)
+    return issue_on(_CURRENT[-1], inst)
+
+
+def issue_on(ctx: CoreContext, inst):
+    """Check ``inst`` against the chip and the core's pipes, append it, execute if eager."""
+    inst.validate(ctx.chip)
+    if inst.pipe not in ctx.pipes:
+        raise NpusimError(f"{inst.name}: core {ctx.label} has no PIPE-{inst.pipe} "
+                          f"(its pipes: {', '.join(ctx.pipes)})")
+    ctx.stream.append(inst)
+    if ctx.eager:
+        return inst.execute()
+    return None
 
 
 class recording:
@@ -62,3 +70,23 @@ class recording:
     def __exit__(self, *exc):
         _CURRENT.pop()
         return False
+
+
+def issue_same(key, build):
+    """Issue the instruction ``key`` describes (its class and every field, by value): the very
+    object issued under ``key`` before on this core, which was checked then against this chip
+    and core and is immutable, or else ``build()``, checked and issued as ``issue`` does."""
+    if not _CURRENT:
+        current()
+    ctx = _CURRENT[-1]
+    inst = ctx.issued.get(key)
+    if inst is None:
+        inst = build()
+        result = issue_on(ctx, inst)
+        ctx.issued[key] = inst
+        return result
+    ctx.stream.append(inst)
+    if ctx.eager:
+        return inst.execute()
+    return None
+

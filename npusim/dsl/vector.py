@@ -5,9 +5,16 @@ Each call builds one instruction of ``isa/vector*.py`` and issues it on the curr
 for the repeat form (mask, repeat_times, block and repeat strides), as Ascend C's two overload
 families. Work buffers (ReduceSum's sharedTmpBuffer, Sort's tmp) are not taken: npusim does not
 model them. Semantics, rounding and cost are documented in the instruction modules.
+
+The element-wise calls in counter mode go through ``issue_same``: a tile loop issues the same
+instruction on the same buffers again and again, and each core builds and checks it once. The key
+is every field by value and type (tensors by store, address, dtype, size, limit and label;
+scalars by type, value and sign), so a re-issued object is the one the call would have built.
 """
 
-from npusim.dsl.context import issue
+import math
+
+from npusim.dsl.context import issue, issue_same
 from npusim.isa.vector import (
     Abs,
     Add,
@@ -44,76 +51,126 @@ __all__ = ["RepeatParams", "add", "sub", "mul", "div", "max", "min", "adds", "mu
            "block_reduce_max", "whole_reduce_sum", "gather", "sort"]
 
 
+def _tensor_key(t) -> tuple:
+    return (id(t.store), t.addr, t.dtype, t.size, t.limit, t.label)
+
+
+def _same(cls, count, repeat, extra, tensors: tuple, build):
+    """Issue through ``issue_same`` where the call is keyable, else build and issue."""
+    if repeat is not None or type(count) is not int:
+        return issue(build())
+    try:
+        key = (cls, count, extra, *[_tensor_key(t) for t in tensors])
+    except AttributeError:       # not a tensor: the instruction's own check names it
+        return issue(build())
+    return issue_same(key, build)
+
+
+def _scalar_key(scalar):
+    """(type, value, sign) of an int or float scalar (0.0 and -0.0 differ); None otherwise."""
+    kind = type(scalar)
+    if kind is int or kind is float:
+        return (kind, scalar, math.copysign(1.0, scalar))
+    return None
+
+
+def _binary(cls, dst, src0, src1, count, repeat):
+    return _same(cls, count, repeat, None, (dst, src0, src1),
+                 lambda: cls(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+
+
+def _tensor_scalar(cls, dst, src, scalar, count, repeat):
+    key = _scalar_key(scalar)
+    if key is None:
+        return issue(cls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _same(cls, count, repeat, key, (dst, src),
+                 lambda: cls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+
+
+def _unary(cls, dst, src, count, repeat):
+    return _same(cls, count, repeat, None, (dst, src),
+                 lambda: cls(dst=dst, src=src, count=count, repeat=repeat))
+
+
 def add(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Add(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Add, dst, src0, src1, count, repeat)
 
 
 def sub(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Sub(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Sub, dst, src0, src1, count, repeat)
 
 
 def mul(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Mul(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Mul, dst, src0, src1, count, repeat)
 
 
 def div(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Div(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Div, dst, src0, src1, count, repeat)
 
 
 def max(dst, src0, src1, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Max
-    return issue(Max(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Max, dst, src0, src1, count, repeat)
 
 
 def min(dst, src0, src1, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Min
-    return issue(Min(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Min, dst, src0, src1, count, repeat)
 
 
 def adds(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Adds(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Adds, dst, src, scalar, count, repeat)
 
 
 def muls(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Muls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Muls, dst, src, scalar, count, repeat)
 
 
 def maxs(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Maxs(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Maxs, dst, src, scalar, count, repeat)
 
 
 def mins(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Mins(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Mins, dst, src, scalar, count, repeat)
 
 
 def exp(dst, src, count=None, *, repeat=None):
-    return issue(Exp(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Exp, dst, src, count, repeat)
 
 
 def ln(dst, src, count=None, *, repeat=None):
-    return issue(Ln(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Ln, dst, src, count, repeat)
 
 
 def abs(dst, src, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Abs
-    return issue(Abs(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Abs, dst, src, count, repeat)
 
 
 def reciprocal(dst, src, count=None, *, repeat=None):
-    return issue(Reciprocal(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Reciprocal, dst, src, count, repeat)
 
 
 def sqrt(dst, src, count=None, *, repeat=None):
-    return issue(Sqrt(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Sqrt, dst, src, count, repeat)
 
 
 def relu(dst, src, count=None, *, repeat=None):
-    return issue(Relu(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Relu, dst, src, count, repeat)
 
 
 def cast(dst, src, round_mode="none", count=None, *, repeat=None):
-    return issue(Cast(dst=dst, src=src, round_mode=round_mode, count=count, repeat=repeat))
+    mode_key = round_mode if type(round_mode) is str else None
+    if mode_key is None:
+        return issue(Cast(dst=dst, src=src, round_mode=round_mode, count=count, repeat=repeat))
+    return _same(Cast, count, repeat, mode_key, (dst, src),
+                 lambda: Cast(dst=dst, src=src, round_mode=round_mode, count=count,
+                              repeat=repeat))
 
 
 def duplicate(dst, scalar, count=None, *, repeat=None):
-    return issue(Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
+    key = _scalar_key(scalar)
+    if key is None:
+        return issue(Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
+    return _same(Duplicate, count, repeat, key, (dst,),
+                 lambda: Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
 
 
 def compare(dst, src0, src1, mode, count=None, *, repeat=None):
