@@ -191,6 +191,10 @@ class DataCopy(GmMove):
     def execute(self) -> None:
         if not self.block_count or not self.block_len:
             return
+        if self.block_count == 1 and not self.atomic and self.pad_value is None:
+            n, src, dst = self.block_len, self.src, self.dst     # one contiguous block
+            dst.store.data[dst.addr:dst.addr + n] = src.store.data[src.addr:src.addr + n]
+            return
         s = blocks_view(self.src.store, self.src.addr, self.block_count, self.block_len,
                         self.src_stride)
         d = blocks_view(self.dst.store, self.dst.addr, self.block_count, self.block_len,

@@ -31,6 +31,9 @@ Transcendental results (exp, ln) are numpy's correctly-rounded-ish values in the
 float64 function rounded once to the dtype (numpy's own fp32 exp/log are SIMD approximations
 that differ between CPUs by an ulp or more), not the chip's own ULP behaviour. Scalars of
 adds/muls/maxs/mins/duplicate are first converted to the tensor dtype, as the chip does.
+Floating-point exceptions (overflow, invalid) are values: ``launch()`` ignores numpy's
+warnings for the whole run, and counter-mode instructions compute straight into views of
+their operands made once per instruction (``counter_views``).
 Assumed, not documented: integer add, sub and mul wrap (two's complement); max and min
 propagate NaN; relu(x) = x where x > 0, else +0 (so relu(NaN) = 0).
 
@@ -252,6 +255,7 @@ class VectorInstr(Instr):
     # validate (the issue), so the run and the race detector do not recompute them
     spans: tuple = field(default=(), init=False, repr=False, compare=False)
     timing: tuple = field(default=(None, 0.0, 0.0), init=False, repr=False, compare=False)
+    arrays: tuple = field(default=(), init=False, repr=False, compare=False)   # counter_views
 
     def __post_init__(self):
         count = self.count
@@ -303,6 +307,16 @@ class VectorInstr(Instr):
         if self.repeat is None:
             return self.count
         return self.repeat.repeat_times * self.per_repeat()
+
+    def counter_views(self) -> tuple:
+        """Counter mode: every operand's numpy view (``operand_list`` order), made at the first
+        execute and kept (UB arrays live as long as the launch)."""
+        views = self.arrays
+        if not views:
+            count = self.count
+            views = tuple(t.array(count) for t, _, _ in self.spans[0])
+            object.__setattr__(self, "arrays", views)
+        return views
 
     def element_offsets(self, tensor, which: str) -> np.ndarray:
         return repeat_offsets(tensor.dtype, self.repeat, which, self.per_repeat())
@@ -418,12 +432,13 @@ class Binary(VectorInstr):
         same_dtype(self.name, self.dst, self.src0, self.src1)
 
     def execute(self) -> None:
+        if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+            dst, a, b = self.counter_views()
+            self.fn(a, b, out=dst)  # FP exceptions are values: launch() ignores them
+            return
         a, b = self.load(self.src0, "src0"), self.load(self.src1, "src1")
         with np.errstate(all="ignore"):
-            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
-                self.fn(a, b, out=self.dst.array(self.count))
-            else:
-                self.store(self.dst, "dst", self.fn(a, b))
+            self.store(self.dst, "dst", self.fn(a, b))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -499,11 +514,12 @@ class TensorScalar(VectorInstr):
 
     def execute(self) -> None:
         s = scalar_as(self.scalar, self.dst.dtype, self.name)
+        if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+            dst, src = self.counter_views()
+            self.fn(src, s, out=dst)  # FP exceptions are values: launch() ignores them
+            return
         with np.errstate(all="ignore"):
-            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
-                self.fn(self.load(self.src, "src0"), s, out=self.dst.array(self.count))
-            else:
-                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
+            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}
@@ -562,7 +578,11 @@ class Unary(VectorInstr):
 
     def execute(self) -> None:
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0")))
+            if self.repeat is None:     # counter mode: the result assigned to dst's view
+                dst, src = self.counter_views()
+                dst[...] = self.fn(src)
+            else:
+                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0")))
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -570,11 +590,13 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def _exp(x: np.ndarray) -> np.ndarray:
-    return np.exp(x.astype(np.float64)).astype(x.dtype)
+    wide = x.astype(np.float64)
+    return np.exp(wide, out=wide).astype(x.dtype)
 
 
 def _ln(x: np.ndarray) -> np.ndarray:
-    return np.log(x.astype(np.float64)).astype(x.dtype)
+    wide = x.astype(np.float64)
+    return np.log(wide, out=wide).astype(x.dtype)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -657,7 +679,11 @@ class Duplicate(VectorInstr):
                                                "int32", "uint16", "uint32"))
 
     def execute(self) -> None:
-        self.store(self.dst, "dst", scalar_as(self.scalar, self.dst.dtype, self.name))
+        value = scalar_as(self.scalar, self.dst.dtype, self.name)
+        if self.repeat is None:
+            self.counter_views()[0][...] = value
+            return
+        self.store(self.dst, "dst", value)
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}

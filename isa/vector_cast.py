@@ -221,6 +221,15 @@ class Cast(VectorInstr):
         return tuple(chip.cast_dtypes)
 
     def execute(self) -> None:
+        if self.repeat is None:
+            dst, src = self.counter_views()
+            (w_store, w_lo, w_hi), (r_store, r_lo, r_hi) = self.spans[2][0], self.spans[1][0]
+            apart = w_store is not r_store or w_hi <= r_lo or r_hi <= w_lo
+            if apart and src.dtype != dst.dtype and _exact(src.dtype, dst.dtype):
+                dst[...] = src      # a widening conversion: numpy's cast, as convert's astype
+            else:
+                dst[...] = convert(src, dst.dtype, self.round_mode)
+            return
         values = self.load(self.src, "src0")
         self.store(self.dst, "dst", convert(np.asarray(values), self.dst.dtype, self.round_mode))
 
