@@ -16,7 +16,7 @@ the tensor-position checks Ascend C makes at compile time.
 
 from dataclasses import dataclass
 
-from npusim.dsl.context import current, issue
+from npusim.dsl.context import current, issue, issue_again
 from npusim.dtypes import dtype_of
 from npusim.errors import NpusimError, TilingError
 from npusim.isa.base import Pipe
@@ -283,10 +283,10 @@ class TQue:
         self.next_slot = (self.next_slot + 1) % len(self.slots)
         ctx = current()
         if slot.freed:
-            ctx.issue(slot.alloc_wait)
+            issue_again(ctx, slot.alloc_wait)
             slot.freed = False
         slot.busy = True
-        ctx.issue(slot.alloc_mark)
+        issue_again(ctx, slot.alloc_mark)
         tensor = slot.tensors.get(dtype)
         if tensor is None:
             dt = dtype_of(dtype)
@@ -296,21 +296,21 @@ class TQue:
         return tensor
 
     def enque(self, tensor: LocalTensor) -> None:
-        issue(self._slot_of(tensor).enque_set)
+        issue_again(current(), self._slot_of(tensor).enque_set)
         self.fifo.append(tensor)
 
     def deque(self) -> LocalTensor:
         if not self.fifo:
             raise NpusimError(f"deque on queue {self.name!r} with nothing enqueued")
         tensor = self.fifo.pop(0)
-        issue(self._slot_of(tensor).deque_wait)
+        issue_again(current(), self._slot_of(tensor).deque_wait)
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
         slot = self._slot_of(tensor)
         ctx = current()
-        ctx.issue(slot.free_set)
-        ctx.issue(slot.free_mark)
+        issue_again(ctx, slot.free_set)
+        issue_again(ctx, slot.free_mark)
         slot.freed, slot.busy = True, False
 
     def _slot_of(self, tensor) -> _Slot:
@@ -323,7 +323,7 @@ class TQue:
     def drain(self) -> None:
         for slot in self.slots:
             if slot.freed:
-                issue(slot.alloc_wait)
+                issue_again(current(), slot.alloc_wait)
                 slot.freed = False
 
 

@@ -6,15 +6,14 @@ for the repeat form (mask, repeat_times, block and repeat strides), as Ascend C'
 families. Work buffers (ReduceSum's sharedTmpBuffer, Sort's tmp) are not taken: npusim does not
 model them. Semantics, rounding and cost are documented in the instruction modules.
 
-The element-wise calls in counter mode go through ``issue_same``: a tile loop issues the same
-instruction on the same buffers again and again, and each core builds and checks it once. The key
-is every field by value and type (tensors by store, address, dtype, size, limit and label;
-scalars by type, value and sign), so a re-issued object is the one the call would have built.
+The element-wise calls in counter mode go through ``issue_keyed`` (``npusim/dsl/context.py``):
+a tile loop issues the same instruction on the same buffers again and again, and each core
+builds and checks it once. The key is every field by value and type (tensors by store, address,
+dtype, size, limit and label; floats by sign too), so a re-issued object is the one the call
+would have built.
 """
 
-import math
-
-from npusim.dsl.context import issue, issue_same
+from npusim.dsl.context import issue, issue_keyed
 from npusim.isa.vector import (
     Abs,
     Add,
@@ -51,44 +50,25 @@ __all__ = ["RepeatParams", "add", "sub", "mul", "div", "max", "min", "adds", "mu
            "block_reduce_max", "whole_reduce_sum", "gather", "sort"]
 
 
-def _tensor_key(t) -> tuple:
-    return (id(t.store), t.addr, t.dtype, t.size, t.limit, t.label)
-
-
-def _same(cls, count, repeat, extra, tensors: tuple, build):
-    """Issue through ``issue_same`` where the call is keyable, else build and issue."""
-    if repeat is not None or type(count) is not int:
+def _same(cls, repeat, tensors: tuple, values: tuple, build):
+    """Counter mode: ``issue_keyed``; the repeat form: build and issue."""
+    if repeat is not None:
         return issue(build())
-    try:
-        key = (cls, count, extra, *[_tensor_key(t) for t in tensors])
-    except AttributeError:       # not a tensor: the instruction's own check names it
-        return issue(build())
-    return issue_same(key, build)
-
-
-def _scalar_key(scalar):
-    """(type, value, sign) of an int or float scalar (0.0 and -0.0 differ); None otherwise."""
-    kind = type(scalar)
-    if kind is int or kind is float:
-        return (kind, scalar, math.copysign(1.0, scalar))
-    return None
+    return issue_keyed(cls, tensors, values, build)
 
 
 def _binary(cls, dst, src0, src1, count, repeat):
-    return _same(cls, count, repeat, None, (dst, src0, src1),
+    return _same(cls, repeat, (dst, src0, src1), (count,),
                  lambda: cls(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
 
 
 def _tensor_scalar(cls, dst, src, scalar, count, repeat):
-    key = _scalar_key(scalar)
-    if key is None:
-        return issue(cls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
-    return _same(cls, count, repeat, key, (dst, src),
+    return _same(cls, repeat, (dst, src), (count, scalar),
                  lambda: cls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
 
 
 def _unary(cls, dst, src, count, repeat):
-    return _same(cls, count, repeat, None, (dst, src),
+    return _same(cls, repeat, (dst, src), (count,),
                  lambda: cls(dst=dst, src=src, count=count, repeat=repeat))
 
 
@@ -157,19 +137,13 @@ def relu(dst, src, count=None, *, repeat=None):
 
 
 def cast(dst, src, round_mode="none", count=None, *, repeat=None):
-    mode_key = round_mode if type(round_mode) is str else None
-    if mode_key is None:
-        return issue(Cast(dst=dst, src=src, round_mode=round_mode, count=count, repeat=repeat))
-    return _same(Cast, count, repeat, mode_key, (dst, src),
+    return _same(Cast, repeat, (dst, src), (count, round_mode),
                  lambda: Cast(dst=dst, src=src, round_mode=round_mode, count=count,
                               repeat=repeat))
 
 
 def duplicate(dst, scalar, count=None, *, repeat=None):
-    key = _scalar_key(scalar)
-    if key is None:
-        return issue(Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
-    return _same(Duplicate, count, repeat, key, (dst,),
+    return _same(Duplicate, repeat, (dst,), (count, scalar),
                  lambda: Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
 
 
