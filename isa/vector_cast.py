@@ -173,8 +173,8 @@ def _f32_to_f16_rint(values: np.ndarray) -> np.ndarray:
     whose payload numpy's conversion does not keep."""
     with np.errstate(all="ignore"):
         out = values.astype(np.float16)
-        nan = np.isnan(out)
-        if nan.any():
+        nan = np.isnan(values)     # where out is NaN (fp32 overflow gives inf, never NaN);
+        if nan.any():              # numpy's fp32 isnan is vectorised, its fp16 one is not
             out[nan] = round_to_float(values[nan].astype(np.float64), FLOAT_FORMATS["float16"],
                                       "rint").astype(np.float16)
     return out
