@@ -197,13 +197,19 @@ class GlobalTensor(_Window):
 
 
 class LocalTensor(_Window):
-    """A typed window on an on-chip buffer. ``label`` names the queue or TBuf it came from."""
+    """A typed window on an on-chip buffer. ``label`` names the queue or TBuf it came from;
+    ``kind`` is the buffer's name (UB, L1, ...)."""
 
-    __slots__ = ()
+    __slots__ = ("kind",)
 
-    @property
-    def kind(self) -> str:
-        return self.store.name
+    def __init__(self, store, addr: int, dtype, size: int, limit: int, label: str = ""):
+        _Window.__init__(self, store, addr, dtype, size, limit, label)
+        self.kind = store.name
+
+    def _derive(self, addr: int, dtype: np.dtype, size: int):
+        new = _Window._derive(self, addr, dtype, size)
+        new.kind = self.kind
+        return new
 
     @property
     def buffer(self) -> Buffer:

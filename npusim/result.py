@@ -85,11 +85,7 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
             if cls.path is not Instr.path:   # a data move: bytes per path, instance by instance
                 movers.add(cls)
         if movers:
-            for inst in spec.stream:
-                if type(inst) in movers:
-                    path = inst.path()
-                    if path:
-                        by_path[path] += inst.moved_bytes()
+            _add_moved_bytes(spec.stream, movers, by_path)
     peak: dict[str, int] = {}
     for spec in specs:
         for buf, used in spec.used_bytes.items():
@@ -105,6 +101,20 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     if tracer is not None:
         stats["peak_live_bytes"] = _peak_live(tracer, specs)
     return stats
+
+
+def _add_moved_bytes(stream, movers: set, by_path: Counter) -> None:
+    """Bytes per path of the stream's moves; an object issued several times (the DSL re-issues
+    repeated instructions) is asked for its path and bytes once."""
+    seen: dict = {}
+    for inst in stream:
+        if type(inst) in movers:
+            hit = seen.get(id(inst))
+            if hit is None:
+                path = inst.path()
+                hit = seen[id(inst)] = (path, inst.moved_bytes() if path else 0)
+            if hit[0]:
+                by_path[hit[0]] += hit[1]
 
 
 def _peak_live(tracer, specs=None) -> dict:
