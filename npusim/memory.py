@@ -107,6 +107,16 @@ class GlobalMemory:
             self._reserve = grown
         self.data = self._reserve[:self.size]
 
+    def __getstate__(self):
+        """Pickled (or deep-copied) without the reservation: just the bytes in use."""
+        state = self.__dict__.copy()
+        state["data"], state["_reserve"] = self.data.copy(), None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reserve = self.data
+
     def tensor(self, name: str, dtype, count: int, init: np.ndarray | None = None):
         """Allocate ``count`` elements of ``dtype`` and return a GlobalTensor on them."""
         dt = dtype_of(dtype)

@@ -21,6 +21,7 @@ kernels are queued ahead; L2 contents carried from one kernel to the next (each 
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class OpRun:
     def _merged_tracer(self):
         if self.mode != "timed" or not self.options["trace"]:
             return None
-        return LazyTracer(lambda parts=list(self.parts): _merge_traces(parts))
+        return LazyTracer(partial(_merge_traces, list(self.parts)))   # picklable, unlike a lambda
 
 
 def _merge_traces(parts) -> tuple[list, list]:
