@@ -217,8 +217,9 @@ class LocalTensor(_Window):
         self.kind = store.name
 
     def _derive(self, addr: int, dtype: np.dtype, size: int):
-        new = _Window._derive(self, addr, dtype, size)
-        new.kind = self.kind
+        new = _new(type(self))
+        new.store, new.addr, new.dtype, new.kind = self.store, addr, dtype, self.kind
+        new.size, new.limit, new.label = size, self.limit, self.label
         return new
 
     @property
