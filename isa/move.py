@@ -141,19 +141,24 @@ class DataCopy(GmMove):
     timing: tuple = field(default=(None, 0, 0.0), init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        _set_route(self)
+        src, dst = self.src, self.dst
+        src_kind, dst_kind = src.kind, dst.kind
+        pipe, rate_key = RATE_KEYS.get((src_kind, dst_kind)) or route(src_kind, dst_kind)
+        object.__setattr__(self, "pipe", pipe)
+        object.__setattr__(self, "rate_key", rate_key)
         n, length = self.block_count, self.block_len
         if n < 0 or length < 0:
             raise NpusimError(f"data_copy: negative size (block_count={n}, block_len={length})")
-        src, dst = self.src, self.dst
-        gm_write = dst.kind == "GM"
-        if (src.kind == "GM") == gm_write:
+        gm_write = dst_kind == "GM"
+        if (src_kind == "GM") == gm_write:
             raise NpusimError("data_copy: exactly one side must be GM; use local_copy otherwise")
-        src_span = block_span(0, n, length, self.src_stride)
-        src.check(src_span, "data_copy read")
+        src_span = (n - 1) * self.src_stride + length if n else 0      # block_span
+        if src.addr < 0 or src.addr + src_span > src.limit:           # the message only then
+            src.check(src_span, "data_copy read")
         dst_len = self.dst_stride if self.pad_value is not None else length
-        dst_span = block_span(0, n, dst_len, self.dst_stride)
-        dst.check(dst_span, "data_copy write")
+        dst_span = (n - 1) * self.dst_stride + dst_len if n else 0
+        if dst.addr < 0 or dst.addr + dst_span > dst.limit:
+            dst.check(dst_span, "data_copy write")
         side, stride = (dst, self.dst_stride) if gm_write else (src, self.src_stride)
         object.__setattr__(self, "spans", (
             ((src.store, src.addr, src.addr + src_span),),
