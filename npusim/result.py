@@ -104,17 +104,23 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
 
 
 def _add_moved_bytes(stream, movers: set, by_path: Counter) -> None:
-    """Bytes per path of the stream's moves; an object issued several times (the DSL re-issues
-    repeated instructions) is asked for its path and bytes once."""
-    seen: dict = {}
-    for inst in stream:
-        if type(inst) in movers:
-            hit = seen.get(id(inst))
-            if hit is None:
-                path = inst.path()
-                hit = seen[id(inst)] = (path, inst.moved_bytes() if path else 0)
-            if hit[0]:
-                by_path[hit[0]] += hit[1]
+    """Bytes per path of the stream's moves. An object issued several times (the DSL re-issues
+    repeated instructions) is asked for its path and bytes once; integer bytes are multiplied
+    by the issue count, other bytes added issue by issue in stream order."""
+    moves = [inst for inst in stream if type(inst) in movers]
+    ids = list(map(id, moves))
+    described = {key: (inst.path(), inst.moved_bytes())
+                 for key, inst in dict(zip(ids, moves, strict=True)).items()}
+    if all(type(n) is int for _, n in described.values()):
+        for key, n in Counter(ids).items():
+            path, nbytes = described[key]
+            if path:
+                by_path[path] += nbytes * n
+        return
+    for key in ids:
+        path, nbytes = described[key]
+        if path:
+            by_path[path] += nbytes
 
 
 def _peak_live(tracer, specs=None) -> dict:
