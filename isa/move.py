@@ -135,30 +135,70 @@ class DataCopy(GmMove):
     atomic: bool = False
     pipe: str = field(init=False, default="")       # from the path, set once
     rate_key: str = field(init=False, default="")
+    # computed once: (reads, writes, [GM geometry], gm_write) at construction; (chip, charged
+    # bytes, body) at validate (the issue), so the run does not recompute them
+    spans: tuple = field(default=(), init=False, repr=False, compare=False)
+    timing: tuple = field(default=(None, 0, 0.0), init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        _set_route(self)
-        if self.block_count < 0 or self.block_len < 0:
-            raise NpusimError(f"data_copy: negative size (block_count={self.block_count}, "
-                              f"block_len={self.block_len})")
-        if (self.src.kind == "GM") == (self.dst.kind == "GM"):
+        src, dst = self.src, self.dst
+        src_kind, dst_kind = src.kind, dst.kind
+        pipe, rate_key = RATE_KEYS.get((src_kind, dst_kind)) or route(src_kind, dst_kind)
+        object.__setattr__(self, "pipe", pipe)
+        object.__setattr__(self, "rate_key", rate_key)
+        n, length = self.block_count, self.block_len
+        if n < 0 or length < 0:
+            raise NpusimError(f"data_copy: negative size (block_count={n}, block_len={length})")
+        gm_write = dst_kind == "GM"
+        if (src_kind == "GM") == gm_write:
             raise NpusimError("data_copy: exactly one side must be GM; use local_copy otherwise")
-        self.src.check(block_span(0, self.block_count, self.block_len, self.src_stride),
-                       "data_copy read")
-        dst_len = self.dst_stride if self.pad_value is not None else self.block_len
-        self.dst.check(block_span(0, self.block_count, dst_len, self.dst_stride),
-                       "data_copy write")
+        src_span = (n - 1) * self.src_stride + length if n else 0      # block_span
+        if src.addr < 0 or src.addr + src_span > src.limit:           # the message only then
+            src.check(src_span, "data_copy read")
+        dst_len = self.dst_stride if self.pad_value is not None else length
+        dst_span = (n - 1) * self.dst_stride + dst_len if n else 0
+        if dst.addr < 0 or dst.addr + dst_span > dst.limit:
+            dst.check(dst_span, "data_copy write")
+        side, stride = (dst, self.dst_stride) if gm_write else (src, self.src_stride)
+        object.__setattr__(self, "spans", (
+            ((src.store, src.addr, src.addr + src_span),),
+            ((dst.store, dst.addr, dst.addr + dst_span),),
+            [(side.addr, n, length, stride)], gm_write))
 
     @property
     def gm_write(self) -> bool:
-        return self.dst.kind == "GM"
+        return self.spans[3]
 
     def gm_geometry(self):
-        side, stride = (self.dst, self.dst_stride) if self.gm_write else (self.src, self.src_stride)
-        return side.addr, self.block_count, self.block_len, stride
+        return self.spans[2][0]
+
+    def gm_blocks(self) -> list[tuple[int, int, int, int]]:
+        return self.spans[2]
+
+    def validate(self, chip) -> None:
+        check_path(chip, self.rate_key, self.name)
+        charged = burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
+        object.__setattr__(self, "timing",
+                           (chip, charged, charged / getattr(chip, self.rate_key)))
+
+    def charged_bytes(self, chip) -> int:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[1]
+        return burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
+
+    def body(self, chip) -> float:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[2]
+        return self.charged_bytes(chip) / getattr(chip, self.rate_key)
 
     def execute(self) -> None:
         if not self.block_count or not self.block_len:
+            return
+        if self.block_count == 1 and not self.atomic and self.pad_value is None:
+            n, src, dst = self.block_len, self.src, self.dst     # one contiguous block
+            dst.store.data[dst.addr:dst.addr + n] = src.store.data[src.addr:src.addr + n]
             return
         s = blocks_view(self.src.store, self.src.addr, self.block_count, self.block_len,
                         self.src_stride)
@@ -177,13 +217,10 @@ class DataCopy(GmMove):
             full[...] = fill.view(np.uint8)
 
     def reads(self) -> tuple:
-        return ((self.src.store, self.src.addr,
-                 self.src.addr + block_span(0, self.block_count, self.block_len, self.src_stride)),)
+        return self.spans[0]
 
     def writes(self) -> tuple:
-        dst_len = self.dst_stride if self.pad_value is not None else self.block_len
-        return ((self.dst.store, self.dst.addr,
-                 self.dst.addr + block_span(0, self.block_count, dst_len, self.dst_stride)),)
+        return self.spans[1]
 
     def moved_bytes(self) -> int:
         return self.block_count * self.block_len

@@ -14,7 +14,7 @@ chip and the instruction.
 Not modelled: the limit of 15 pending cross-core sets, event-id reservation by the toolchain.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from npusim.errors import NpusimError
@@ -36,14 +36,12 @@ class SetFlag(Instr):
     src: str
     dst: str
     event_id: int
+    pipe: str = field(init=False, repr=False, compare=False)   # src, set once
+    key: tuple = field(init=False, repr=False, compare=False)  # (src, dst, event_id)
 
-    @property
-    def pipe(self) -> str:
-        return self.src
-
-    @property
-    def key(self) -> tuple:
-        return (self.src, self.dst, self.event_id)
+    def __post_init__(self):
+        object.__setattr__(self, "pipe", self.src)
+        object.__setattr__(self, "key", (self.src, self.dst, self.event_id))
 
     def body(self, chip) -> float:
         return chip.flag_cycles
@@ -59,14 +57,12 @@ class WaitFlag(Instr):
     src: str
     dst: str
     event_id: int
+    pipe: str = field(init=False, repr=False, compare=False)   # dst, set once
+    key: tuple = field(init=False, repr=False, compare=False)  # (src, dst, event_id)
 
-    @property
-    def pipe(self) -> str:
-        return self.dst
-
-    @property
-    def key(self) -> tuple:
-        return (self.src, self.dst, self.event_id)
+    def __post_init__(self):
+        object.__setattr__(self, "pipe", self.dst)
+        object.__setattr__(self, "key", (self.src, self.dst, self.event_id))
 
     def body(self, chip) -> float:
         return chip.flag_cycles

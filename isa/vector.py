@@ -31,6 +31,9 @@ Transcendental results (exp, ln) are numpy's correctly-rounded-ish values in the
 float64 function rounded once to the dtype (numpy's own fp32 exp/log are SIMD approximations
 that differ between CPUs by an ulp or more), not the chip's own ULP behaviour. Scalars of
 adds/muls/maxs/mins/duplicate are first converted to the tensor dtype, as the chip does.
+Floating-point exceptions (overflow, invalid) are values: ``launch()`` ignores numpy's
+warnings for the whole run, and counter-mode instructions compute straight into views of
+their operands made once per instruction (``counter_views``).
 Assumed, not documented: integer add, sub and mul wrap (two's complement); max and min
 propagate NaN; relu(x) = x where x > 0, else +0 (so relu(NaN) = 0).
 
@@ -43,7 +46,7 @@ mode register (saturation vs INF/NaN: IEEE INF/NaN behaviour throughout).
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import ClassVar
 
@@ -248,14 +251,26 @@ class VectorInstr(Instr):
     op_dtypes: ClassVar[tuple[str, ...]] = ARITH
     count: int | None = None
     repeat: RepeatParams | None = None
+    # computed once: (operand_list(), reads, writes) at construction; (chip, head, body) at
+    # validate (the issue), so the run and the race detector do not recompute them
+    spans: tuple = field(default=(), init=False, repr=False, compare=False)
+    timing: tuple = field(default=(None, 0.0, 0.0), init=False, repr=False, compare=False)
+    arrays: tuple = field(default=(), init=False, repr=False, compare=False)   # counter_views
 
     def __post_init__(self):
-        _check_form(self)
-        for tensor, which, writes in self.operand_list():
+        count = self.count
+        if not (self.repeat is None and type(count) is int and count >= 0):
+            _check_form(self)
+        ops = self.operand_list()
+        reads, writes = [], []
+        for tensor, which, w in ops:
             nbytes = self.span_bytes(tensor, which)
-            if tensor.addr < 0 or tensor.addr + nbytes > tensor.limit:   # the message only then
-                tensor.check(nbytes, f"{self.name} {'write' if writes else 'read'} of {which}")
+            addr = tensor.addr
+            if addr < 0 or addr + nbytes > tensor.limit:   # the message only then
+                tensor.check(nbytes, f"{self.name} {'write' if w else 'read'} of {which}")
+            (writes if w else reads).append((tensor.store, addr, addr + nbytes))
         self.check_operands()
+        object.__setattr__(self, "spans", (ops, tuple(reads), tuple(writes)))
 
     # -- what subclasses describe
     def operand_list(self) -> tuple:
@@ -272,7 +287,7 @@ class VectorInstr(Instr):
         return self.lane_dtype()
 
     def checked_dtypes(self) -> tuple:
-        return tuple(t.dtype for t, _, _ in self.operand_list())
+        return tuple(t.dtype for t, _, _ in self.spans[0])
 
     def allowed_dtypes(self, chip) -> tuple:
         return tuple(d for d in self.op_dtypes if d in chip.compute_dtypes)
@@ -292,6 +307,16 @@ class VectorInstr(Instr):
         if self.repeat is None:
             return self.count
         return self.repeat.repeat_times * self.per_repeat()
+
+    def counter_views(self) -> tuple:
+        """Counter mode: every operand's numpy view (``operand_list`` order), made at the first
+        execute and kept (UB arrays live as long as the launch)."""
+        views = self.arrays
+        if not views:
+            count = self.count
+            views = tuple(t.array(count) for t, _, _ in self.spans[0])
+            object.__setattr__(self, "arrays", views)
+        return views
 
     def element_offsets(self, tensor, which: str) -> np.ndarray:
         return repeat_offsets(tensor.dtype, self.repeat, which, self.per_repeat())
@@ -331,9 +356,15 @@ class VectorInstr(Instr):
         return hit[1]
 
     def head(self, chip) -> float:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[1]
         return self.cost(chip)[0]
 
     def body(self, chip) -> float:
+        timing = self.timing
+        if timing[0] is chip:
+            return timing[2]
         return self.cost(chip)[1] * self.repeats()
 
     def validate(self, chip) -> None:
@@ -347,17 +378,16 @@ class VectorInstr(Instr):
         if self.repeat is not None and self.repeat.repeat_times > chip.max_repeat_times:
             raise NpusimError(f"{self.name}: repeat_times = {self.repeat.repeat_times}; allowed: "
                               f"0..{chip.max_repeat_times} on chip {chip.name!r}")
-        for tensor, which, _ in self.operand_list():
+        for tensor, which, _ in self.spans[0]:
             _check_placement(self.name, tensor, which, self.align_bytes(which, chip))
-        self.cost(chip)
+        head, slope = self.cost(chip)
+        object.__setattr__(self, "timing", (chip, head, slope * self.repeats()))
 
     def reads(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if not writes)
+        return self.spans[1]
 
     def writes(self) -> tuple:
-        return tuple((t.store, t.addr, t.addr + self.span_bytes(t, w))
-                     for t, w, writes in self.operand_list() if writes)
+        return self.spans[2]
 
     def operands(self) -> dict:
         form = ({"count": self.count} if self.repeat is None else
@@ -402,12 +432,13 @@ class Binary(VectorInstr):
         same_dtype(self.name, self.dst, self.src0, self.src1)
 
     def execute(self) -> None:
+        if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+            dst, a, b = self.counter_views()
+            self.fn(a, b, out=dst)  # FP exceptions are values: launch() ignores them
+            return
         a, b = self.load(self.src0, "src0"), self.load(self.src1, "src1")
         with np.errstate(all="ignore"):
-            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
-                self.fn(a, b, out=self.dst.array(self.count))
-            else:
-                self.store(self.dst, "dst", self.fn(a, b))
+            self.store(self.dst, "dst", self.fn(a, b))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -483,11 +514,12 @@ class TensorScalar(VectorInstr):
 
     def execute(self) -> None:
         s = scalar_as(self.scalar, self.dst.dtype, self.name)
+        if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
+            dst, src = self.counter_views()
+            self.fn(src, s, out=dst)  # FP exceptions are values: launch() ignores them
+            return
         with np.errstate(all="ignore"):
-            if self.repeat is None:     # counter mode: straight into dst (numpy handles overlap)
-                self.fn(self.load(self.src, "src0"), s, out=self.dst.array(self.count))
-            else:
-                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
+            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0"), s))
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}
@@ -546,7 +578,11 @@ class Unary(VectorInstr):
 
     def execute(self) -> None:
         with np.errstate(all="ignore"):
-            self.store(self.dst, "dst", self.fn(self.load(self.src, "src0")))
+            if self.repeat is None:     # counter mode: the result assigned to dst's view
+                dst, src = self.counter_views()
+                dst[...] = self.fn(src)
+            else:
+                self.store(self.dst, "dst", self.fn(self.load(self.src, "src0")))
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -554,11 +590,13 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def _exp(x: np.ndarray) -> np.ndarray:
-    return np.exp(x.astype(np.float64)).astype(x.dtype)
+    wide = x.astype(np.float64)
+    return np.exp(wide, out=wide).astype(x.dtype)
 
 
 def _ln(x: np.ndarray) -> np.ndarray:
-    return np.log(x.astype(np.float64)).astype(x.dtype)
+    wide = x.astype(np.float64)
+    return np.log(wide, out=wide).astype(x.dtype)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -641,7 +679,11 @@ class Duplicate(VectorInstr):
                                                "int32", "uint16", "uint32"))
 
     def execute(self) -> None:
-        self.store(self.dst, "dst", scalar_as(self.scalar, self.dst.dtype, self.name))
+        value = scalar_as(self.scalar, self.dst.dtype, self.name)
+        if self.repeat is None:
+            self.counter_views()[0][...] = value
+            return
+        self.store(self.dst, "dst", value)
 
     def extra_operands(self) -> dict:
         return {"scalar": float(self.scalar)}

@@ -173,8 +173,8 @@ def _f32_to_f16_rint(values: np.ndarray) -> np.ndarray:
     whose payload numpy's conversion does not keep."""
     with np.errstate(all="ignore"):
         out = values.astype(np.float16)
-        nan = np.isnan(out)
-        if nan.any():
+        nan = np.isnan(values)     # where out is NaN (fp32 overflow gives inf, never NaN);
+        if nan.any():              # numpy's fp32 isnan is vectorised, its fp16 one is not
             out[nan] = round_to_float(values[nan].astype(np.float64), FLOAT_FORMATS["float16"],
                                       "rint").astype(np.float16)
     return out
@@ -221,6 +221,15 @@ class Cast(VectorInstr):
         return tuple(chip.cast_dtypes)
 
     def execute(self) -> None:
+        if self.repeat is None:
+            dst, src = self.counter_views()
+            (w_store, w_lo, w_hi), (r_store, r_lo, r_hi) = self.spans[2][0], self.spans[1][0]
+            apart = w_store is not r_store or w_hi <= r_lo or r_hi <= w_lo
+            if apart and src.dtype != dst.dtype and _exact(src.dtype, dst.dtype):
+                dst[...] = src      # a widening conversion: numpy's cast, as convert's astype
+            else:
+                dst[...] = convert(src, dst.dtype, self.round_mode)
+            return
         values = self.load(self.src, "src0")
         self.store(self.dst, "dst", convert(np.asarray(values), self.dst.dtype, self.round_mode))
 

@@ -19,6 +19,7 @@ from npusim.dtypes import dtype_of
 from npusim.errors import MemoryAccessError, OutOfMemoryError
 
 GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
+_new = object.__new__
 
 
 def host_memory_bytes() -> int:
@@ -84,17 +85,37 @@ class GlobalMemory:
     def materialize(self) -> None:
         """Create the byte array, or grow it (keeping its contents) for tensors added since.
 
-        ``data`` is a view on a zeroed reservation that doubles when outgrown (capped at what
-        the host allows), so the workspaces the later kernels of an operator add do not copy GM
-        each time; the reservation's untouched pages cost no RAM."""
+        ``data`` is a view on one zeroed reservation as large as the HBM the host can hold
+        (at most half the host's memory): untouched pages cost no RAM, so the workspaces the
+        later kernels of an operator add extend the view instead of copying GM. Where the
+        host refuses so large a reservation, it doubles when outgrown instead."""
         if len(self.data) >= self.size:
             return
         if len(self._reserve) < self.size:
-            cap = max(self.size, min(2 * len(self._reserve), host_memory_bytes() // 2))
-            grown = np.zeros(cap, np.uint8)
+            limit = host_memory_bytes() // 2
+            if self.hbm_bytes is not None:
+                limit = min(limit, self.hbm_bytes)
+            grown = None
+            if len(self._reserve) == 0:
+                try:
+                    grown = np.zeros(max(self.size, limit), np.uint8)
+                except MemoryError:
+                    grown = None
+            if grown is None:
+                grown = np.zeros(max(self.size, min(2 * len(self._reserve), limit)), np.uint8)
             grown[:len(self.data)] = self.data
             self._reserve = grown
         self.data = self._reserve[:self.size]
+
+    def __getstate__(self):
+        """Pickled (or deep-copied) without the reservation: just the bytes in use."""
+        state = self.__dict__.copy()
+        state["data"], state["_reserve"] = self.data.copy(), None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reserve = self.data
 
     def tensor(self, name: str, dtype, count: int, init: np.ndarray | None = None):
         """Allocate ``count`` elements of ``dtype`` and return a GlobalTensor on them."""
@@ -124,21 +145,30 @@ class _Window:
         self.size, self.limit, self.label = size, limit, label
 
     def __getitem__(self, offset: int):
-        if isinstance(offset, slice):
-            raise TypeError("index a tensor with an element offset, as xGm[offset] in Ascend C")
-        offset = int(offset)
-        addr = self.addr + offset * self.dtype.itemsize
+        if type(offset) is not int:
+            if isinstance(offset, slice):
+                raise TypeError("index a tensor with an element offset, as xGm[offset] in "
+                                "Ascend C")
+            offset = int(offset)
+        dtype = self.dtype
+        addr = self.addr + offset * dtype.itemsize
         if offset < 0 or addr > self.limit:
             raise MemoryAccessError(
                 f"offset {offset} is outside {self.describe()} "
-                f"({(self.limit - self.addr) // self.dtype.itemsize} elements)")
-        return type(self)(self.store, addr, self.dtype, max(self.size - offset, 0),
-                          self.limit, self.label)
+                f"({(self.limit - self.addr) // dtype.itemsize} elements)")
+        size = self.size - offset
+        return self._derive(addr, dtype, size if size > 0 else 0)
 
     def reinterpret_cast(self, dtype):
         dt = dtype_of(dtype)
-        return type(self)(self.store, self.addr, dt, self.size * self.dtype.itemsize // dt.itemsize,
-                          self.limit, self.label)
+        return self._derive(self.addr, dt, self.size * self.dtype.itemsize // dt.itemsize)
+
+    def _derive(self, addr: int, dtype: np.dtype, size: int):
+        """A window of the same class, store, limit and label (no dtype conversion)."""
+        new = _new(type(self))
+        new.store, new.addr, new.dtype = self.store, addr, dtype
+        new.size, new.limit, new.label = size, self.limit, self.label
+        return new
 
     @property
     def nbytes(self) -> int:
@@ -177,13 +207,20 @@ class GlobalTensor(_Window):
 
 
 class LocalTensor(_Window):
-    """A typed window on an on-chip buffer. ``label`` names the queue or TBuf it came from."""
+    """A typed window on an on-chip buffer. ``label`` names the queue or TBuf it came from;
+    ``kind`` is the buffer's name (UB, L1, ...)."""
 
-    __slots__ = ()
+    __slots__ = ("kind",)
 
-    @property
-    def kind(self) -> str:
-        return self.store.name
+    def __init__(self, store, addr: int, dtype, size: int, limit: int, label: str = ""):
+        _Window.__init__(self, store, addr, dtype, size, limit, label)
+        self.kind = store.name
+
+    def _derive(self, addr: int, dtype: np.dtype, size: int):
+        new = _new(type(self))
+        new.store, new.addr, new.dtype, new.kind = self.store, addr, dtype, self.kind
+        new.size, new.limit, new.label = size, self.limit, self.label
+        return new
 
     @property
     def buffer(self) -> Buffer:

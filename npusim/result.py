@@ -8,6 +8,9 @@ live at once from the alloc/free marks) and GM traffic (HBM bytes, L2 hits).
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
+
+from npusim.isa.base import Instr
 
 
 @dataclass
@@ -72,14 +75,17 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     """Build the stats dict from the recorded streams and, for a timed run, the engine."""
     counts, by_path, instructions = Counter(), Counter(), 0
     for spec in specs:
-        for inst in spec.stream:
-            if inst.kind == "mark":
+        by_type = Counter(map(type, spec.stream))
+        movers = set()
+        for cls, n in by_type.items():
+            if cls.kind == "mark":
                 continue
-            instructions += 1
-            counts[inst.name] += 1
-            path = inst.path()
-            if path:
-                by_path[path] += inst.moved_bytes()
+            instructions += n
+            counts[cls.name] += n
+            if cls.path is not Instr.path:   # a data move: bytes per path, instance by instance
+                movers.add(cls)
+        if movers:
+            _add_moved_bytes(spec.stream, movers, by_path)
     peak: dict[str, int] = {}
     for spec in specs:
         for buf, used in spec.used_bytes.items():
@@ -97,13 +103,38 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     return stats
 
 
-def _peak_live(tracer, specs) -> dict:
-    """Per buffer, the most bytes live at once on any core (from the alloc/free marks)."""
-    from npusim.trace_export import memory_timeline
+def _add_moved_bytes(stream, movers: set, by_path: Counter) -> None:
+    """Bytes per path of the stream's moves. An object issued several times (the DSL re-issues
+    repeated instructions) is asked for its path and bytes once; integer bytes are multiplied
+    by the issue count, other bytes added issue by issue in stream order."""
+    moves = [inst for inst in stream if type(inst) in movers]
+    ids = list(map(id, moves))
+    described = {key: (inst.path(), inst.moved_bytes())
+                 for key, inst in dict(zip(ids, moves, strict=True)).items()}
+    if all(type(n) is int for _, n in described.values()):
+        for key, n in Counter(ids).items():
+            path, nbytes = described[key]
+            if path:
+                by_path[path] += nbytes * n
+        return
+    for key in ids:
+        path, nbytes = described[key]
+        if path:
+            by_path[path] += nbytes
 
+
+def _peak_live(tracer, specs=None) -> dict:
+    """Per buffer, the most bytes live at once on any core (from the alloc/free marks).
+
+    The same figure as the maximum of ``trace_export.memory_timeline``'s series, without
+    building them: the marks in time order (stable), a running sum per (core, buffer)."""
+    live: dict = {}
     peak: dict[str, int] = {}
-    for (_core, buffer), points in memory_timeline(tracer).items():
-        peak[buffer] = max(peak.get(buffer, 0), max(b for _, b in points))
+    for core, _time, buffer, delta, _label in sorted(tracer.marks, key=itemgetter(1)):
+        key = (core, buffer)
+        now = live[key] = live.get(key, 0) + delta
+        if now > peak.setdefault(buffer, 0):
+            peak[buffer] = now
     return peak
 
 

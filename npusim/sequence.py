@@ -21,6 +21,7 @@ kernels are queued ahead; L2 contents carried from one kernel to the next (each 
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from npusim.kernel_costs import (
 from npusim.launch import check_options, gc_paused, launch
 from npusim.memory import GlobalMemory
 from npusim.result import Result
-from npusim.trace import Tracer
+from npusim.trace import LazyTracer
 
 TASK_TYPES = {"aiv": "AI_VECTOR_CORE", "aic": "AI_CORE", "mix": "MIX_AIC"}
 
@@ -122,18 +123,23 @@ class OpRun:
     def _merged_tracer(self):
         if self.mode != "timed" or not self.options["trace"]:
             return None
-        merged, labels = Tracer(), _labels(self.parts)
-        for part in self.parts:
-            r = part.result
-            index = [labels.index(label) for label in r.stats["core_labels"]]
-            merged.records += _fixed_slices(part, index)
-            offset = part.start_cycle + part.launch_cycles
-            merged.records += [(index[c], pipe, inst, i + offset, s + offset, e + offset)
-                               for c, pipe, inst, i, s, e in r.tracer.records]
-            merged.marks += [(index[c], t + offset, buf, delta, label)
-                             for c, t, buf, delta, label in r.tracer.marks]
-            merged.marks += _release_marks(r.tracer.marks, index, offset + r.cycles)
-        return merged
+        return LazyTracer(partial(_merge_traces, list(self.parts)))   # picklable, unlike a lambda
+
+
+def _merge_traces(parts) -> tuple[list, list]:
+    """The kernels' records and marks on one time line and one set of core indices."""
+    records, marks, labels = [], [], _labels(parts)
+    for part in parts:
+        r = part.result
+        index = [labels.index(label) for label in r.stats["core_labels"]]
+        records += _fixed_slices(part, index)
+        offset = part.start_cycle + part.launch_cycles
+        records += [(index[c], pipe, inst, i + offset, s + offset, e + offset)
+                    for c, pipe, inst, i, s, e in r.tracer.records]
+        marks += [(index[c], t + offset, buf, delta, label)
+                  for c, t, buf, delta, label in r.tracer.marks]
+        marks += _release_marks(r.tracer.marks, index, offset + r.cycles)
+    return records, marks
 
 
 def _fixed_slices(part: KernelRun, index: list) -> list:
@@ -200,10 +206,19 @@ def merge_stats(parts, cycles: int, tracer) -> dict:
         stats.update(_merged_utilisation(parts, cycles))
         stats["gm"] = dict(gm)
     if tracer is not None:
-        from npusim.result import _peak_live
-
-        stats["peak_live_bytes"] = _peak_live(tracer, None)
+        stats["peak_live_bytes"] = _merged_peak_live(parts)
     return stats
+
+
+def _merged_peak_live(parts) -> dict:
+    """The merged trace's peak live bytes per buffer without merging it: each kernel starts
+    from empty buffers (its predecessor's release marks) and kernels do not overlap in time,
+    so the peak is the largest of the kernels' own."""
+    peak: dict[str, int] = {}
+    for part in parts:
+        for buf, n in part.result.stats.get("peak_live_bytes", {}).items():
+            peak[buf] = max(peak.get(buf, 0), n)
+    return peak
 
 
 def _kernel_entry(part: KernelRun) -> dict:

@@ -66,9 +66,12 @@ def _events(tracer, labels, us, result):
     yield _meta("process_name", gm_pid, None, "GM")
     tid = {p: i for i, p in enumerate(PIPE_ORDER)}
     flows = _flow_pairs(tracer.records)
+    described: dict = {}   # id -> (bytes, operands JSON) of an instruction traced before
     for n, (core, pipe, inst, issue, start, end) in enumerate(tracer.records):
-        nbytes = inst.moved_bytes()
-        extra = _json_items(inst.operands())
+        hit = described.get(id(inst))     # the DSL re-issues repeated instructions
+        if hit is None:
+            hit = described[id(inst)] = (inst.moved_bytes(), _json_items(inst.operands()))
+        nbytes, extra = hit
         args = (f'"issue_cycle": {issue:.2f}, "start_cycle": {start:.2f}, "end_cycle": {end:.2f}'
                 + (f', "bytes": {nbytes}' if nbytes else "") + (", " + extra if extra else ""))
         ts, te = round(start * us, 6), round(end * us, 6)   # the end rounded once: a slice

@@ -16,7 +16,7 @@ the tensor-position checks Ascend C makes at compile time.
 
 from dataclasses import dataclass
 
-from npusim.dsl.context import current, issue
+from npusim.dsl.context import current, issue, issue_again
 from npusim.dtypes import dtype_of
 from npusim.errors import NpusimError, TilingError
 from npusim.isa.base import Pipe
@@ -230,16 +230,35 @@ def data_copy_pad(dst, src, params: DataCopyExtParams, pad: DataCopyPadExtParams
 
 
 class _Slot:
-    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy")
+    """One buffer of a queue: its address, event ids, state and the records it issues."""
+
+    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy", "tensors", "enque_set",
+                 "deque_wait", "free_set", "alloc_wait", "alloc_mark", "free_mark")
 
     def __init__(self, addr, fwd_id, back_id):
         self.addr, self.fwd_id, self.back_id = addr, fwd_id, back_id
         self.freed = False   # a free set_flag is outstanding: the next alloc must wait on it
         self.busy = False
+        self.tensors: dict = {}   # dtype spec -> the LocalTensor alloc_tensor returns
+
+    def bind(self, que) -> None:
+        """Build once the (immutable) flag and mark records this buffer's queue issues."""
+        prod, cons = que.producer, que.consumer
+        self.enque_set = SetFlag(src=prod, dst=cons, event_id=self.fwd_id)
+        self.deque_wait = WaitFlag(src=prod, dst=cons, event_id=self.fwd_id)
+        self.free_set = SetFlag(src=cons, dst=prod, event_id=self.back_id)
+        self.alloc_wait = WaitFlag(src=cons, dst=prod, event_id=self.back_id)
+        self.alloc_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer, delta=que.length,
+                                     label=que.name)
+        self.free_mark = BufferMark(pipe=cons or Pipe.S, buffer=que._buffer, delta=-que.length,
+                                    label=que.name)
 
 
 class TQue:
-    """A queue of ``buffer_num`` equal buffers at a position (Ascend C TQue<pos, depth>)."""
+    """A queue of ``buffer_num`` equal buffers at a position (Ascend C TQue<pos, depth>).
+
+    Each buffer's flag and mark records are built once (``_Slot.bind``) and issued again at
+    every alloc/enque/deque/free: they are immutable, so one object serves every issue."""
 
     def __init__(self, position: str, depth: int = 1, *, producer: str | None = None,
                  consumer: str | None = None, name: str = ""):
@@ -262,46 +281,49 @@ class TQue:
             raise TilingError(f"queue {self.name!r}: all {len(self.slots)} buffers are in use; "
                               "free_tensor one first or give the queue more buffers")
         self.next_slot = (self.next_slot + 1) % len(self.slots)
+        ctx = current()
         if slot.freed:
-            issue(WaitFlag(src=self.consumer, dst=self.producer, event_id=slot.back_id))
+            issue_again(ctx, slot.alloc_wait)
             slot.freed = False
         slot.busy = True
-        issue(BufferMark(pipe=self.producer or Pipe.S, buffer=self._buffer, delta=self.length,
-                         label=self.name))
-        dt = dtype_of(dtype)
-        return LocalTensor(self._buffer, slot.addr, dt, self.length // dt.itemsize,
-                           slot.addr + self.length, self.name)
+        issue_again(ctx, slot.alloc_mark)
+        tensor = slot.tensors.get(dtype)
+        if tensor is None:
+            dt = dtype_of(dtype)
+            tensor = slot.tensors[dtype] = LocalTensor(
+                self._buffer, slot.addr, dt, self.length // dt.itemsize,
+                slot.addr + self.length, self.name)
+        return tensor
 
     def enque(self, tensor: LocalTensor) -> None:
-        slot = self._slot_of(tensor)
-        issue(SetFlag(src=self.producer, dst=self.consumer, event_id=slot.fwd_id))
+        issue_again(current(), self._slot_of(tensor).enque_set)
         self.fifo.append(tensor)
 
     def deque(self) -> LocalTensor:
         if not self.fifo:
             raise NpusimError(f"deque on queue {self.name!r} with nothing enqueued")
         tensor = self.fifo.pop(0)
-        slot = self._slot_of(tensor)
-        issue(WaitFlag(src=self.producer, dst=self.consumer, event_id=slot.fwd_id))
+        issue_again(current(), self._slot_of(tensor).deque_wait)
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
         slot = self._slot_of(tensor)
-        issue(SetFlag(src=self.consumer, dst=self.producer, event_id=slot.back_id))
-        issue(BufferMark(pipe=self.consumer or Pipe.S, buffer=self._buffer, delta=-self.length,
-                         label=self.name))
+        ctx = current()
+        issue_again(ctx, slot.free_set)
+        issue_again(ctx, slot.free_mark)
         slot.freed, slot.busy = True, False
 
     def _slot_of(self, tensor) -> _Slot:
+        addr = tensor.addr
         for slot in self.slots:
-            if slot.addr == tensor.addr and tensor.store is self._buffer:
+            if slot.addr == addr and tensor.store is self._buffer:
                 return slot
         raise NpusimError(f"tensor at {tensor.where()} does not belong to queue {self.name!r}")
 
     def drain(self) -> None:
         for slot in self.slots:
             if slot.freed:
-                issue(WaitFlag(src=self.consumer, dst=self.producer, event_id=slot.back_id))
+                issue_again(current(), slot.alloc_wait)
                 slot.freed = False
 
 
@@ -316,10 +338,15 @@ class TBuf:
         self.addr = None
         self.length = 0
         self._buffer = None  # set by TPipe.init_buffer
+        self._tensors: dict = {}   # dtype spec -> the LocalTensor get returns
 
     def get(self, dtype="float16") -> LocalTensor:
         if self.addr is None:
             raise NpusimError(f"TBuf {self.name!r} used before pipe.init_buffer")
-        dt = dtype_of(dtype)
-        return LocalTensor(self._buffer, self.addr, dt, self.length // dt.itemsize,
-                           self.addr + self.length, self.name)
+        tensor = self._tensors.get(dtype)
+        if tensor is None:
+            dt = dtype_of(dtype)
+            tensor = self._tensors[dtype] = LocalTensor(
+                self._buffer, self.addr, dt, self.length // dt.itemsize,
+                self.addr + self.length, self.name)
+        return tensor

@@ -7,11 +7,15 @@ Parameter structs are keyword dataclasses with Ascend C's field names in snake_c
 ``set_hf32_mode`` / ``set_hf32_trans_mode`` set the core's HF32 state (a control register on the
 chip); every ``mmad`` issued afterwards carries it. ``set_atomic_add`` (``npusim.dsl.core``) also
 makes ``fixpipe`` to GM add instead of overwrite, as SetAtomicAdd does.
+
+``mmad`` and ``load_data`` go through ``issue_keyed`` (``npusim/dsl/context.py``): a tile loop
+issues the same one again and again, and each core builds and checks it once.
 """
 
 from dataclasses import dataclass
+from operator import attrgetter
 
-from npusim.dsl.context import current, issue
+from npusim.dsl.context import current, issue, issue_keyed
 from npusim.dsl.core import DataCopyParams
 from npusim.errors import NpusimError
 from npusim.isa.cube import Mmad
@@ -147,18 +151,23 @@ def mmad(c, a, b, params: MmadParams) -> None:
     """Mmad(dst, fm, filter, MmadParams): C (L0C) = / += A (L0A) · B (L0B)."""
     ctx = current()
     hf32 = getattr(ctx, "hf32_mode", False)
-    issue(Mmad(c=c, a=a, b=b, m=params.m, n=params.n, k=params.k,
-               init=params.cmatrix_init_val, k_direction_align=params.k_direction_align,
-               hf32=hf32, hf32_trans_mode=getattr(ctx, "hf32_trans_mode", False),
-               hf32_mantissa_bits=ctx.chip.hf32_mantissa_bits if hf32 else 0))
+    values = (params.m, params.n, params.k, params.cmatrix_init_val, params.k_direction_align,
+              hf32, getattr(ctx, "hf32_trans_mode", False),
+              ctx.chip.hf32_mantissa_bits if hf32 else 0)
+    issue_keyed(Mmad, (c, a, b), values, lambda: Mmad(c=c, a=a, b=b, **_named(_MMAD, values)))
+
+
+_MMAD = ("m", "n", "k", "init", "k_direction_align", "hf32", "hf32_trans_mode",
+         "hf32_mantissa_bits")
 
 
 def load_data(dst, src, params) -> None:
     """LoadData L1 -> L0A/L0B with LoadData2DParams (fractals) or LoadData3DParamsV2 (img2col)."""
     if isinstance(params, LoadData2DParams):
-        issue(LoadData2D(dst=dst, src=src, start_index=params.start_index,
-                         repeat_times=params.repeat_times, src_stride=params.src_stride,
-                         dst_gap=params.dst_gap, if_transpose=params.if_transpose))
+        values = (params.start_index, params.repeat_times, params.src_stride, params.dst_gap,
+                  params.if_transpose)
+        issue_keyed(LoadData2D, (dst, src), values,
+                    lambda: LoadData2D(dst=dst, src=src, **_named(_LOAD_2D, values)))
     elif isinstance(params, LoadData3DParamsV2):
         load_data_3d(dst, src, params)
     else:
@@ -168,9 +177,20 @@ def load_data(dst, src, params) -> None:
 
 def load_data_3d(dst, src, params: LoadData3DParamsV2) -> None:
     """LoadData with LoadData3DParamsV2: img2col of an NC1HWC0 map in L1 into L0A/L0B."""
-    fields = {name: getattr(params, name) for name in LoadData3DParamsV2.__dataclass_fields__}
-    fields["pad_list"] = tuple(fields["pad_list"])
-    issue(LoadData3D(dst=dst, src=src, **fields))
+    values = _load_3d_values(params)
+    pad = tuple(values[0])                          # pad_list first: keyed element by element
+    issue_keyed(LoadData3D, (dst, src), (len(pad), *pad, *values[1:]),
+                lambda: LoadData3D(dst=dst, src=src,
+                                   **_named(_LOAD_3D, (pad, *values[1:]))))
+
+
+def _named(names: tuple, values: tuple) -> dict:
+    return dict(zip(names, values, strict=True))
+
+
+_LOAD_2D = ("start_index", "repeat_times", "src_stride", "dst_gap", "if_transpose")
+_LOAD_3D = tuple(LoadData3DParamsV2.__dataclass_fields__)
+_load_3d_values = attrgetter(*_LOAD_3D)
 
 
 def fixpipe(dst, src, params: FixpipeParamsV220,

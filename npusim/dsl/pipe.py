@@ -35,7 +35,7 @@ class TPipe:
         self.allocations.append((que.buffer_name, que.name, offset, num * length))
         que._buffer = buffer
         if isinstance(que, TBuf):
-            que.addr, que.length = offset, length
+            que.addr, que.length, que._tensors = offset, length, {}
             issue(BufferMark(pipe=Pipe.S, buffer=buffer, delta=length, label=que.name))
             return
         if que.position == "CO1" and que.consumer is None:
@@ -43,6 +43,8 @@ class TPipe:
         que.length = length
         que.slots = [_Slot(offset + i * length, self._event(que.producer, que.consumer, que),
                            self._event(que.consumer, que.producer, que)) for i in range(num)]
+        for slot in que.slots:
+            slot.bind(que)
         self.queues.append(que)
 
     def destroy(self) -> None:

@@ -5,9 +5,15 @@ Each call builds one instruction of ``isa/vector*.py`` and issues it on the curr
 for the repeat form (mask, repeat_times, block and repeat strides), as Ascend C's two overload
 families. Work buffers (ReduceSum's sharedTmpBuffer, Sort's tmp) are not taken: npusim does not
 model them. Semantics, rounding and cost are documented in the instruction modules.
+
+The element-wise calls in counter mode go through ``issue_keyed`` (``npusim/dsl/context.py``):
+a tile loop issues the same instruction on the same buffers again and again, and each core
+builds and checks it once. The key is every field by value and type (tensors by store, address,
+dtype, size, limit and label; floats by sign too), so a re-issued object is the one the call
+would have built.
 """
 
-from npusim.dsl.context import issue
+from npusim.dsl.context import issue, issue_keyed
 from npusim.isa.vector import (
     Abs,
     Add,
@@ -44,76 +50,101 @@ __all__ = ["RepeatParams", "add", "sub", "mul", "div", "max", "min", "adds", "mu
            "block_reduce_max", "whole_reduce_sum", "gather", "sort"]
 
 
+def _same(cls, repeat, tensors: tuple, values: tuple, build):
+    """Counter mode: ``issue_keyed``; the repeat form: build and issue."""
+    if repeat is not None:
+        return issue(build())
+    return issue_keyed(cls, tensors, values, build)
+
+
+def _binary(cls, dst, src0, src1, count, repeat):
+    return _same(cls, repeat, (dst, src0, src1), (count,),
+                 lambda: cls(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+
+
+def _tensor_scalar(cls, dst, src, scalar, count, repeat):
+    return _same(cls, repeat, (dst, src), (count, scalar),
+                 lambda: cls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+
+
+def _unary(cls, dst, src, count, repeat):
+    return _same(cls, repeat, (dst, src), (count,),
+                 lambda: cls(dst=dst, src=src, count=count, repeat=repeat))
+
+
 def add(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Add(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Add, dst, src0, src1, count, repeat)
 
 
 def sub(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Sub(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Sub, dst, src0, src1, count, repeat)
 
 
 def mul(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Mul(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Mul, dst, src0, src1, count, repeat)
 
 
 def div(dst, src0, src1, count=None, *, repeat=None):
-    return issue(Div(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Div, dst, src0, src1, count, repeat)
 
 
 def max(dst, src0, src1, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Max
-    return issue(Max(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Max, dst, src0, src1, count, repeat)
 
 
 def min(dst, src0, src1, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Min
-    return issue(Min(dst=dst, src0=src0, src1=src1, count=count, repeat=repeat))
+    return _binary(Min, dst, src0, src1, count, repeat)
 
 
 def adds(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Adds(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Adds, dst, src, scalar, count, repeat)
 
 
 def muls(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Muls(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Muls, dst, src, scalar, count, repeat)
 
 
 def maxs(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Maxs(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Maxs, dst, src, scalar, count, repeat)
 
 
 def mins(dst, src, scalar, count=None, *, repeat=None):
-    return issue(Mins(dst=dst, src=src, scalar=scalar, count=count, repeat=repeat))
+    return _tensor_scalar(Mins, dst, src, scalar, count, repeat)
 
 
 def exp(dst, src, count=None, *, repeat=None):
-    return issue(Exp(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Exp, dst, src, count, repeat)
 
 
 def ln(dst, src, count=None, *, repeat=None):
-    return issue(Ln(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Ln, dst, src, count, repeat)
 
 
 def abs(dst, src, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Abs
-    return issue(Abs(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Abs, dst, src, count, repeat)
 
 
 def reciprocal(dst, src, count=None, *, repeat=None):
-    return issue(Reciprocal(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Reciprocal, dst, src, count, repeat)
 
 
 def sqrt(dst, src, count=None, *, repeat=None):
-    return issue(Sqrt(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Sqrt, dst, src, count, repeat)
 
 
 def relu(dst, src, count=None, *, repeat=None):
-    return issue(Relu(dst=dst, src=src, count=count, repeat=repeat))
+    return _unary(Relu, dst, src, count, repeat)
 
 
 def cast(dst, src, round_mode="none", count=None, *, repeat=None):
-    return issue(Cast(dst=dst, src=src, round_mode=round_mode, count=count, repeat=repeat))
+    return _same(Cast, repeat, (dst, src), (count, round_mode),
+                 lambda: Cast(dst=dst, src=src, round_mode=round_mode, count=count,
+                              repeat=repeat))
 
 
 def duplicate(dst, scalar, count=None, *, repeat=None):
-    return issue(Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
+    return _same(Duplicate, repeat, (dst,), (count, scalar),
+                 lambda: Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
 
 
 def compare(dst, src0, src1, mode, count=None, *, repeat=None):
