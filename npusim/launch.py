@@ -185,6 +185,8 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
         engine = TimedEngine(chip, specs, gm, numerics=numerics, tracer=tracer,
                              sanitize=sanitize, jitter=jitter)
         cycles = engine.run()
+        if tracer is not None:
+            tracer.pack()
     elif not eager:
         run_functional(specs, numerics=numerics)
     result_outputs = {name: t.array(int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()
