@@ -67,15 +67,17 @@ def _order_bound(parts, num_weights: int, value, recip) -> np.ndarray:
     ``npusim/golden/atomic.py``): 2 (P - 1) u S for a row of P partials whose magnitudes sum to
     at most S (per row: the largest over its elements), times the row's scale plus one fp32
     rounding of the scaling, plus the final cast's last place. Shape (num_weights, 1)."""
-    n = np.zeros(num_weights, np.int64)
-    mags: dict[int, np.ndarray] = {}
-    for i, part in parts:
-        n[i] += 1
-        mags[i] = mags.get(i, 0.0) + np.abs(part.astype(np.float64))
+    rows = np.fromiter((i for i, _ in parts), np.int64, len(parts))
+    n = np.bincount(rows, minlength=num_weights)
     top = np.zeros(num_weights)
-    for i, m in mags.items():
-        top[i] = m.max(initial=0.0)
-    big = np.abs(value.astype(np.float64)).max(axis=1, initial=0.0)
+    if len(parts):             # per row: its partials' magnitudes summed in order, the largest
+        order = np.argsort(rows, kind="stable")
+        rows = rows[order]
+        mags = np.abs(np.stack([parts[k][1] for k in order]).astype(np.float64))
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        top[rows[starts]] = np.add.reduceat(mags, starts, axis=0).max(axis=1, initial=0.0)
+    # the largest magnitude per row, exactly, without a float64 copy of the whole output
+    big = np.maximum(value.max(axis=1, initial=0), -value.min(axis=1, initial=0)).astype(np.float64)
     bound = 2.0 * np.maximum(n - 1, 0) * U32 * top
     if recip is not None:
         bound = bound * recip + 2.0 * U32 * big
