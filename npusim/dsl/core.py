@@ -287,13 +287,7 @@ class TQue:
             slot.freed = False
         slot.busy = True
         issue_again(ctx, slot.alloc_mark)
-        tensor = slot.tensors.get(dtype)
-        if tensor is None:
-            dt = dtype_of(dtype)
-            tensor = slot.tensors[dtype] = LocalTensor(
-                self._buffer, slot.addr, dt, self.length // dt.itemsize,
-                slot.addr + self.length, self.name)
-        return tensor
+        return _typed(slot.tensors, dtype, self._buffer, slot.addr, self.length, self.name)
 
     def enque(self, tensor: LocalTensor) -> None:
         issue_again(current(), self._slot_of(tensor).enque_set)
@@ -343,10 +337,15 @@ class TBuf:
     def get(self, dtype="float16") -> LocalTensor:
         if self.addr is None:
             raise NpusimError(f"TBuf {self.name!r} used before pipe.init_buffer")
-        tensor = self._tensors.get(dtype)
-        if tensor is None:
-            dt = dtype_of(dtype)
-            tensor = self._tensors[dtype] = LocalTensor(
-                self._buffer, self.addr, dt, self.length // dt.itemsize,
-                self.addr + self.length, self.name)
-        return tensor
+        return _typed(self._tensors, dtype, self._buffer, self.addr, self.length, self.name)
+
+
+def _typed(cache: dict, dtype, buffer, addr: int, length: int, name: str) -> LocalTensor:
+    """The LocalTensor of ``length`` bytes at ``addr`` seen as ``dtype``, made once per dtype
+    (windows are immutable, so every alloc or get of that buffer can hand out the same one)."""
+    tensor = cache.get(dtype)
+    if tensor is None:
+        dt = dtype_of(dtype)
+        tensor = cache[dtype] = LocalTensor(buffer, addr, dt, length // dt.itemsize,
+                                            addr + length, name)
+    return tensor
