@@ -1,7 +1,7 @@
 """The validation table: every row within its stated tolerance of its published measurement,
 and the table's machinery (loading, the command, its files, its errors).
 
-The rows marked slow (the 6144^3 and 8192^3 GEMMs: 40 s and 2 minutes of simulation) run only
+The rows marked slow (the 6144^3 and 8192^3 GEMMs: about 15 s and 35 s of simulation) run only
 with NPUSIM_SLOW=1; the 4096^3 rows cover the same kernel at a quarter (an eighth) of the work.
 """
 
