@@ -17,14 +17,9 @@ IDLE = float("inf")   # PipeSim.busy_since of a pipe running nothing
 
 def pipe_process(engine, pipe):
     """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
-    env, core = engine.env, pipe.core
-    queue = pipe.queue
+    env, queue = engine.env, pipe.queue
     popleft, timeout = queue.popleft, env.timeout
-    tracer = engine.tracer
-    numerics, san, name, index = engine.numerics, core.san, pipe.name, core.index
-    records = tracer.records if tracer is not None else None
-    flags, flag_cycles = core.flags, engine.chip.flag_cycles
-    chip, local = engine.chip, engine.jitter is None
+    flags, chip, local = pipe.core.flags, engine.chip, engine.jitter is None
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -33,11 +28,7 @@ def pipe_process(engine, pipe):
         inst, t_issue, clock = popleft()
         kind = inst.kind
         if kind == "mark":
-            pipe.marks -= 1
-            if tracer is not None:
-                tracer.mark(index, inst, max(env.now, t_issue))
-            if not queue and pipe.idle_waiters:
-                _notify_idle(pipe)
+            _pop_mark(engine, pipe, inst, t_issue)
             continue
         if pipe.scalar_parked:
             _scalar_unpark(engine, pipe)
@@ -51,26 +42,13 @@ def pipe_process(engine, pipe):
             pipe.busy_since = start
             if end > now:
                 yield timeout(end - now)
-            if numerics:
-                inst.execute()
-            pipe.last_end = end
-            pipe.busy_cycles += end - start
-            if san is not None:
-                san.on_exec(index, name, inst, clock)
-            if records is not None:
-                records.append((index, name, inst, t_issue, start, end))
+            _exec_done(engine, pipe, inst, t_issue, start, end, clock)
         else:
             if ready > now:
                 yield timeout(ready - now)
                 now = env.now
-            if kind == "set" and local:        # no yield: nobody sees the pipe busy
-                key = inst.key
-                pipe.not_before = visible = now + flag_cycles
-                if san is not None:
-                    san.on_set(index, name, key, clock)
-                core.set_flag(key, visible)
-                if records is not None:
-                    records.append((index, name, inst, t_issue, now, visible))
+            if kind == "set":                  # no yield: nobody sees the pipe busy
+                _run_set(engine, pipe, inst, t_issue, clock)
                 pipe.last_inst = inst
                 if not queue and pipe.idle_waiters:
                     _notify_idle(pipe)
@@ -87,11 +65,7 @@ def pipe_process(engine, pipe):
                 visible = flags[key].popleft()
                 if visible > now:
                     yield timeout(visible - now)
-                if san is not None:
-                    san.on_wait(index, name, key, clock)
-                pipe.not_before = env.now + flag_cycles
-                if records is not None:
-                    records.append((index, name, inst, t_issue, now, pipe.not_before))
+                _waited(engine, pipe, inst, t_issue, now, clock)
             else:
                 yield from _run_pipe_inst(engine, pipe, inst, t_issue, clock)
         pipe.last_inst = inst
@@ -100,18 +74,39 @@ def pipe_process(engine, pipe):
             _notify_idle(pipe)
 
 
+def _pop_mark(engine, pipe, inst, t_issue) -> None:
+    """A buffer mark leaves the queue (it took no entry): traced at the later of now and its
+    issue."""
+    pipe.marks -= 1
+    if engine.tracer is not None:
+        engine.tracer.mark(pipe.core.index, inst, max(engine.env.now, t_issue))
+    if not pipe.queue and pipe.idle_waiters:
+        _notify_idle(pipe)
+
+
+def _waited(engine, pipe, inst, t_issue, start, clock) -> None:
+    """A wait_flag passed now: the pipe is held flag_cycles; the race detector learns the
+    set's clock."""
+    core = pipe.core
+    if core.san is not None:
+        core.san.on_wait(core.index, pipe.name, inst.key, clock)
+    pipe.not_before = engine.env.now + engine.chip.flag_cycles
+    if engine.tracer is not None:
+        engine.tracer.records.append((core.index, pipe.name, inst, t_issue, start,
+                                      pipe.not_before))
+
+
 def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
     """The less common entries of a pipe's queue: GM moves (they reserve the shared servers
-    at their start), sets under jitter, waits on flags not yet set, cross-core flags, barriers."""
-    env, kind = engine.env, inst.kind
-    if kind == "exec":
+    at their start), instructions under jitter, waits on flags not yet set, cross-core flags,
+    barriers."""
+    env = engine.env
+    if inst.kind == "exec":
         start = env.now
         end = _exec_end(engine, pipe, inst, start)
         if end > start:
             yield env.timeout(end - start)
         _exec_done(engine, pipe, inst, t_issue, start, end, clock)
-    elif kind == "set":
-        _run_set(engine, pipe, inst, t_issue, clock)
     else:
         yield from _run_sync(engine, pipe, inst, t_issue, clock)
 
@@ -148,10 +143,7 @@ def _run_sync(engine, pipe, inst, t_issue, clock):
     if kind == "wait":
         start = env.now
         yield from core.wait_flag(inst.key, pipe)
-        if san is not None:
-            san.on_wait(core.index, pipe.name, inst.key, clock)
-        pipe.not_before = env.now + chip.flag_cycles
-        _trace_sync(engine, pipe, inst, t_issue, start, pipe.not_before)
+        _waited(engine, pipe, inst, t_issue, start, clock)
     elif kind == "xset":
         yield env.timeout(inst.body(chip))
         if san is not None:
@@ -181,11 +173,6 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
             end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
     return end
-
-
-def _trace_sync(engine, pipe, inst, t_issue, start, end) -> None:
-    if engine.tracer is not None:
-        engine.tracer.record(pipe.core.index, pipe.name, inst, t_issue, start, end)
 
 
 def _notify_idle(pipe) -> None:
