@@ -80,8 +80,7 @@ def _parser() -> argparse.ArgumentParser:
                    "moe-llm-layer-backward) or a .toml file")
     p.add_argument("--chips", default="atlas-training,atlas-a2",
                    help="comma-separated chip models (default atlas-training,atlas-a2)")
-    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    _executor_arguments(p)
     p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
     p.set_defaults(func=_predict)
     p = sub.add_parser("validate", help="predictions against published hardware "
@@ -90,8 +89,7 @@ def _parser() -> argparse.ArgumentParser:
                        "timing-only and print each row's measured and predicted time, error "
                        "and tolerance, and the mean absolute error. Exits 1 when a row is "
                        "outside its tolerance.")
-    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    _executor_arguments(p)
     p.add_argument("--skip-slow", action="store_true",
                    help="leave out the rows marked slow (the 6144^3 and 8192^3 GEMMs)")
     p.add_argument("--table", metavar="FILE", help="another table of the same form")
@@ -107,8 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("csv", metavar="OP_SUMMARY.csv", help="an msprof op_summary_*.csv")
     p.add_argument("--chip", default="atlas-a2", help="the chip model the CSV was measured "
                    "on (default atlas-a2; see npusim chips)")
-    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster")
+    _executor_arguments(p)
     p.add_argument("--out", metavar="DIR", help="write correlate.md, correlate.csv, "
                    "correlate.json and correlate.png (predicted against measured) to DIR")
     p.set_defaults(func=_correlate)
@@ -189,6 +186,13 @@ def _case_arguments(p, case) -> None:
                    help="an operator parameter (listed below); repeat for more")
 
 
+def _executor_arguments(p) -> None:
+    """--jobs and --scheduler: where the study executor runs the points."""
+    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed "
+                   "cluster, e.g. tcp://10.0.0.5:8786 (pip install \"npusim[cluster]\")")
+
+
 def _sweep_arguments(p, case) -> None:
     p.add_argument("--chip", default="atlas-a2", help="chip model (default atlas-a2)")
     _case_arguments(p, case)
@@ -198,9 +202,7 @@ def _sweep_arguments(p, case) -> None:
                    "their product")
     p.add_argument("--samples", type=_positive, help="draw N points of the product at random")
     p.add_argument("--seed", type=_seed, default=0, help="seed of --samples (default 0)")
-    p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed "
-                   "cluster, e.g. tcp://10.0.0.5:8786 (pip install \"npusim[cluster]\")")
+    _executor_arguments(p)
     p.add_argument("--check", choices=("best", "all", "none"), default="best",
                    help="rerun the fastest point with numerics on and check it bit for bit "
                    "(best, the default), check every point (all), or none")
