@@ -209,15 +209,12 @@ def scalar_process(engine, core):
     (``_scalar_unpark``), so the scalar's process resumes only for its own instructions (flags,
     barriers, scalar reads) and at the end of the stream."""
     env, chip = engine.env, engine.chip
-    stream, n = core.stream, len(core.stream)
     while True:
         inst = _issue_run(engine, core)
         if inst is None:
             break
         if inst.pipe != "S":                      # its queue is full: park until a pop
-            pipe = core.pipes[inst.pipe]
-            pipe.scalar_parked = True
-            core.scalar_blocked = pipe.full_reason
+            _park(core, core.pipes[inst.pipe])
             core.scalar_wake = env.event()
             yield core.scalar_wake
             continue
@@ -228,7 +225,6 @@ def scalar_process(engine, core):
         core.issue_pos += 1
         if engine.tracer is not None:
             engine.tracer.record(core.index, "S", inst, start, env.now, core.issue_t)
-    assert core.issue_pos == n and stream is core.stream
     t = core.issue_t
     yield from _catch_up(env, t)
     for pipe in core.pipes.values():
@@ -292,15 +288,20 @@ def _scalar_unpark(engine, pipe) -> None:
         nxt = stream[pos + 1]
         if (nxt.pipe == pipe.name and nxt.kind != "mark"
                 and len(queue) - pipe.marks >= engine.chip.queue_depth):
-            pipe.scalar_parked = True
+            pipe.scalar_parked = True         # still blocked on the same queue
             return
     inst = _issue_run(engine, core)
     if inst is not None and inst.pipe != "S":
-        core.pipes[inst.pipe].scalar_parked = True
-        core.scalar_blocked = core.pipes[inst.pipe].full_reason
+        _park(core, core.pipes[inst.pipe])
         return
     core.scalar_blocked = None
     core.scalar_wake.succeed()
+
+
+def _park(core, pipe) -> None:
+    """The core's scalar waits for an entry of ``pipe``'s full queue."""
+    pipe.scalar_parked = True
+    core.scalar_blocked = pipe.full_reason
 
 
 def _push_mark(engine, core, inst, t) -> None:
