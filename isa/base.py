@@ -38,6 +38,7 @@ class Instr:
     name: ClassVar[str] = "instr"
     kind: ClassVar[str] = "exec"
     touches_gm: ClassVar[bool] = False
+    checks_data: ClassVar[bool] = False   # whether execute can raise on the data it reads
 
     def validate(self, chip) -> None:
         """Raise NpusimError when the chip cannot run this instruction (checked at issue)."""

@@ -162,6 +162,7 @@ class Gather(VectorInstr):
 
     name: ClassVar[str] = "gather"
     op: ClassVar[str] = "gather"
+    checks_data: ClassVar[bool] = True    # execute raises on an offset outside src
     dst: object
     src: object
     offsets: object

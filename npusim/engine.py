@@ -172,6 +172,10 @@ class TimedEngine:
             self.jitter = lambda: rng.random() * max_cycles
         self.sync_arrivals: list = []
         self.end_time = 0.0
+        # numerics in a process beside the run (npusim/beside.py): the atomic adds to log,
+        # and the order the run reaches them in
+        self.atomic_ids: set = set()
+        self.atomic_log: list = []
 
     def run(self) -> float:
         for core in self.cores:

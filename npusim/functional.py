@@ -16,8 +16,9 @@ from npusim.errors import DeadlockError
 
 
 class _CoreState:
-    def __init__(self, spec):
+    def __init__(self, spec, index: int):
         self.label, self.stream, self.peers = spec.label, spec.stream, spec.peers
+        self.index = index
         self.pc = 0
         self.flags: dict = {}
         self.xflags: dict = {}
@@ -29,13 +30,17 @@ class _CoreState:
         return self.pc >= len(self.stream)
 
 
-def run_functional(specs: list, numerics: bool = True) -> None:
-    """Execute every core's stream; raise DeadlockError when no core can go on."""
-    cores = [_CoreState(s) for s in specs]
+def run_functional(specs: list, numerics: bool = True, execute=None, indices=None) -> None:
+    """Execute every core's stream; raise DeadlockError when no core can go on.
+
+    ``execute(inst, core_index)``, when given, applies each instruction instead of its own
+    ``execute`` (``npusim/beside.py`` keeps atomic adds for later); ``indices`` are the cores'
+    indices in their launch (default: their places in ``specs``)."""
+    cores = [_CoreState(s, i) for i, s in zip(indices or range(len(specs)), specs, strict=True)]
     while not all(c.done for c in cores):
         progressed = False
         for core in cores:
-            progressed |= _run_core(core, cores, numerics)
+            progressed |= _run_core(core, cores, numerics, execute)
         if not progressed:
             stuck = [f"{c.label} at {c.stream[c.pc].name} (instruction {c.pc})"
                      for c in cores if not c.done]
@@ -44,7 +49,7 @@ def run_functional(specs: list, numerics: bool = True) -> None:
     check_balanced(cores)
 
 
-def _run_core(core, cores, numerics: bool) -> bool:
+def _run_core(core, cores, numerics: bool, execute=None) -> bool:
     """Run one core until it blocks or ends; return whether it executed anything."""
     start = core.pc
     stream = core.stream
@@ -52,7 +57,9 @@ def _run_core(core, cores, numerics: bool) -> bool:
         inst = stream[core.pc]
         kind = inst.kind
         if kind == "exec" or kind in ("scalar_read", "scalar_write"):
-            if numerics:
+            if execute is not None:
+                execute(inst, core.index)
+            elif numerics:
                 inst.execute()
         elif kind == "set":
             core.flags[inst.key] = core.flags.get(inst.key, 0) + 1

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from npusim.beside import start as start_beside
 from npusim.chip import load_chip
 from npusim.dsl.context import CoreContext, recording
 from npusim.engine import TimedEngine
@@ -154,6 +155,31 @@ def gc_paused():
             gc.enable()
 
 
+def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
+    """The SimPy run, with numerics in it or, where ``beside`` and npusim/beside.py find it
+    exact, in a process beside it (run again with numerics in it should that process fail)."""
+    child = start_beside(specs, gm) if beside else None
+    while True:
+        tracer = Tracer() if trace else None
+        engine = TimedEngine(chip, specs, gm, numerics=numerics and child is None,
+                             tracer=tracer, sanitize=sanitize, jitter=jitter)
+        if child is not None:
+            engine.atomic_ids = child.atomic_ids
+        try:
+            cycles = engine.run()
+        except BaseException:
+            if child is not None:
+                child.abort()
+            raise
+        if child is None or child.finish(engine.atomic_log):
+            break
+        child = None
+        engine.release()
+    if tracer is not None:
+        tracer.pack()
+    return engine, tracer, cycles
+
+
 def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
             mode: str = "timed", numerics: bool = True, trace: bool = True,
             sanitize: bool = True, jitter: tuple | None = None,
@@ -174,7 +200,7 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)
     t_record = time.perf_counter()
-    tracer = Tracer() if trace and mode == "timed" else None
+    tracer = None
     cycles = 0.0
     if mode == "timed":
         if snapshot is not None:
@@ -182,11 +208,9 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
             for spec in specs:
                 for buf in spec.buffers.values():
                     buf.data[:] = 0
-        engine = TimedEngine(chip, specs, gm, numerics=numerics, tracer=tracer,
-                             sanitize=sanitize, jitter=jitter)
-        cycles = engine.run()
-        if tracer is not None:
-            tracer.pack()
+        engine, tracer, cycles = _run_timed(chip, specs, gm, numerics=numerics, trace=trace,
+                                            sanitize=sanitize, jitter=jitter,
+                                            beside=numerics and sanitize and not eager)
     elif not eager:
         run_functional(specs, numerics=numerics)
     result_outputs = {name: t.array(int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()

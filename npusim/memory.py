@@ -11,6 +11,7 @@ Modelled: addresses, sizes, alignment, bounds. Not modelled: UB bank conflicts, 
 non-coherent scalar data cache.
 """
 
+import mmap
 import os
 
 import numpy as np
@@ -98,14 +99,19 @@ class GlobalMemory:
             grown = None
             if len(self._reserve) == 0:
                 try:
-                    grown = np.zeros(max(self.size, limit), np.uint8)
+                    grown = _shared_zeros(max(self.size, limit))
                 except MemoryError:
                     grown = None
             if grown is None:
-                grown = np.zeros(max(self.size, min(2 * len(self._reserve), limit)), np.uint8)
+                grown = _shared_zeros(max(self.size, min(2 * len(self._reserve), limit)))
             grown[:len(self.data)] = self.data
             self._reserve = grown
         self.data = self._reserve[:self.size]
+
+    @property
+    def shared(self) -> bool:
+        """Whether GM is shared memory (a forked process's writes reach it: npusim/beside.py)."""
+        return isinstance(getattr(self._reserve.base, "obj", None), mmap.mmap)
 
     def __getstate__(self):
         """Pickled (or deep-copied) without the reservation: just the bytes in use."""
@@ -133,6 +139,18 @@ class GlobalMemory:
         for t, arr in self._pending:
             t.array(len(arr))[:] = arr
         self._pending.clear()
+
+
+def _shared_zeros(nbytes: int) -> np.ndarray:
+    """A zeroed byte array in shared anonymous memory (untouched pages cost no RAM), or a
+    private ``np.zeros`` where the host has no such mapping."""
+    flags = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    if not hasattr(mmap, "MAP_ANONYMOUS") or nbytes == 0:
+        return np.zeros(nbytes, np.uint8)
+    try:
+        return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), np.uint8)
+    except (OSError, ValueError, OverflowError) as exc:
+        raise MemoryError(f"cannot reserve {nbytes:,} bytes") from exc
 
 
 class _Window:

@@ -115,6 +115,8 @@ def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
     """An exec instruction ends: its semantics, then the accounting."""
     if engine.numerics:
         inst.execute()
+    elif engine.atomic_ids and id(inst) in engine.atomic_ids:    # numerics beside the run
+        engine.atomic_log.append((pipe.core.index, id(inst)))
     pipe.last_end = end
     pipe.busy_cycles += end - start
     if pipe.core.san is not None:

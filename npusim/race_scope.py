@@ -44,20 +44,16 @@ def cores_to_check(cores) -> list:
 
 
 def _program(stream, keys: dict, names: dict) -> tuple:
-    """The stream as the ints of its entries' footprints: one C-level pass over the objects
-    already seen, then the footprints of the others."""
-    program = list(map(keys.get, map(id, stream)))
-    i = -1
-    while True:
-        try:
-            i = program.index(None, i + 1)
-        except ValueError:
-            return tuple(program)
-        inst = stream[i]
-        key = keys.get(id(inst))
-        if key is None:
-            key = keys[id(inst)] = names.setdefault(_footprint(inst), len(names))
-        program[i] = key
+    """The stream as the ints of its entries' footprints: C-level passes over the objects, and
+    a footprint computed once per object not seen before."""
+    ids = list(map(id, stream))
+    program = list(map(keys.get, ids))
+    if None in program:
+        objects = dict(zip(ids, stream, strict=True))
+        for ident in set(ids).difference(keys):
+            keys[ident] = names.setdefault(_footprint(objects[ident]), len(names))
+        program = list(map(keys.get, ids))
+    return tuple(program)
 
 
 def _footprint(inst) -> tuple:

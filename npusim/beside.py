@@ -1,0 +1,250 @@
+"""A timed launch's numerics in program order, in a forked process beside the timing run.
+
+Outputs do not depend on timing when three things hold, and then the instructions' ``execute``
+can run in program order (the functional run's order, ``npusim/functional.py``) in a child
+process while the parent runs the SimPy timing with ``numerics=False``; the two overlap on a
+host with a second core:
+
+1. **On-chip order.** The race detector is on: a launch it passes has every conflicting pair
+   of on-chip accesses ordered by happens-before, which program order respects. (A launch it
+   fails raises HazardError and has no outputs.)
+2. **GM order.** No GM byte one instruction writes is read in the launch, no GM byte is
+   written by two cores or two pipes, and the atomic adds touch no byte that other
+   instructions read or write (checked from the instructions' GM ranges, whole extents of
+   strided copies, so the check errs towards refusing).
+3. **Atomic adds in simulated time.** Floating-point adds into the same bytes depend on their
+   order, which follows simulated time: the numerics keep each atomic add's source bytes, the
+   timing run logs the order it reached them in, and the parent applies them in that order.
+
+GM is shared memory (``GlobalMemory`` reserves it with ``MAP_SHARED``), so the child writes
+the parent's GM; on-chip buffers are each process's own. Cores that do not synchronise with
+each other are independent, and once its timing run is over the parent takes cores too (see
+``Beside``). Should a numerics pass fail (a ``wait_flag`` before its ``set_flag`` in program
+order is legal on the chip but deadlocks the functional order; an error from ``execute``),
+``finish`` says so before any atomic add and the caller runs the launch again with numerics in
+the timing run: the GM the launch reads was not written, and what it writes is written again.
+Gather, whose ``execute`` checks data (``checks_data``), never goes beside.
+
+Used only where it can pay: Linux, ``os.fork``, no other Python thread, a launch of at least
+``MIN_INSTRUCTIONS`` entries; ``NPUSIM_BESIDE=0`` in the environment turns it off.
+"""
+
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections import deque
+
+import numpy as np
+
+from npusim.errors import NpusimError
+from npusim.functional import run_functional
+from npusim.memory import GlobalMemory
+
+MIN_INSTRUCTIONS = 4096   # a fork costs a few milliseconds; numerics about 5 us an instruction
+
+
+def start(specs: list, gm) -> "Beside | None":
+    """Fork the numerics of the recorded launch ``specs`` into a child process; None when the
+    launch or the host does not allow it (the caller then runs numerics in the timing run)."""
+    if not _host_allows(gm) or sum(len(s.stream) for s in specs) < MIN_INSTRUCTIONS:
+        return None
+    atomics = gm_safe_atomics(specs)
+    if atomics is None:
+        return None
+    return Beside(specs, atomics)
+
+
+def _host_allows(gm) -> bool:
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and gm.shared
+            and threading.active_count() == 1 and os.environ.get("NPUSIM_BESIDE", "1") != "0")
+
+
+def gm_safe_atomics(specs: list) -> dict | None:
+    """The launch's atomic-add instructions by id when its GM accesses satisfy rule 2 of
+    the module docstring; None when they do not, or when an instruction checks data."""
+    reads, writes, atomics, atomic_ids = [], [], [], {}
+    for core, spec in enumerate(specs):
+        seen = set()
+        for inst in spec.stream:
+            kind = inst.kind
+            if kind == "exec":
+                if getattr(inst, "checks_data", False):
+                    return None
+                if not inst.touches_gm:
+                    continue
+            elif kind not in ("scalar_read", "scalar_write"):
+                continue
+            if id(inst) in seen:          # a re-issued object: the same ranges
+                continue
+            seen.add(id(inst))
+            group = (core, inst.pipe)
+            reads += [(lo, hi, group) for store, lo, hi in inst.reads()
+                      if type(store) is GlobalMemory]
+            atomic = getattr(inst, "atomic", False)
+            if atomic:
+                atomic_ids[id(inst)] = inst
+            (atomics if atomic else writes).extend(
+                (lo, hi, group) for store, lo, hi in inst.writes() if type(store) is GlobalMemory)
+    if _overlap(writes, reads) or _overlap(atomics, reads + writes) or _shared(writes):
+        return None
+    return atomic_ids
+
+
+def _spans(ranges: list) -> np.ndarray:
+    """Sorted, merged [lo, hi) ranges as an (n, 2) array."""
+    if not ranges:
+        return np.zeros((0, 2), np.int64)
+    arr = np.array([(lo, hi) for lo, hi, _ in ranges if hi > lo], np.int64).reshape(-1, 2)
+    arr = arr[np.argsort(arr[:, 0], kind="stable")]
+    if len(arr) < 2:
+        return arr
+    ends = np.maximum.accumulate(arr[:, 1])
+    starts = np.flatnonzero(np.r_[True, arr[1:, 0] >= ends[:-1]])
+    return np.stack([arr[starts, 0], np.r_[ends[starts[1:] - 1], ends[-1]]], axis=1)
+
+
+def _overlap(a: list, b: list) -> bool:
+    """Whether a byte lies in a range of ``a`` and in one of ``b``."""
+    sa, sb = _spans(a), _spans(b)
+    if not len(sa) or not len(sb):
+        return False
+    # for each range of a, the first range of b ending after its start
+    first = np.searchsorted(sb[:, 1], sa[:, 0], side="right")
+    inside = first < len(sb)
+    return bool(np.any(sb[first[inside], 0] < sa[inside, 1]))
+
+
+def _shared(writes: list) -> bool:
+    """Whether two (core, pipe) groups write a common byte."""
+    groups: dict = {}
+    for lo, hi, group in writes:
+        groups.setdefault(group, []).append((lo, hi, group))
+    merged = [_spans(g) for g in groups.values()]
+    if len(merged) < 2:
+        return False
+    allspans = np.concatenate(merged)
+    allspans = allspans[np.argsort(allspans[:, 0], kind="stable")]
+    return bool(np.any(allspans[1:, 0] < np.maximum.accumulate(allspans[:, 1])[:-1]))
+
+
+class Beside:
+    """The child process running a launch's numerics; see the module docstring.
+
+    Cores without cross-core synchronisation are independent: they wait in a pipe, and the
+    child and (once its timing run is over) the parent each take the next one until none is
+    left. Otherwise the child runs them all in the functional run's order. The atomic adds of
+    both wait for ``finish``, which applies them in the timed run's order."""
+
+    def __init__(self, specs: list, atomics: dict):
+        self.specs, self.atomics = specs, atomics
+        self.atomic_ids = set(atomics)
+        self._work = None
+        if not any(s.peers or any(i.kind == "syncall" for i in s.stream) for s in specs):
+            self._work, work_w = os.pipe()
+            os.write(work_w, b"".join(i.to_bytes(2, "little") for i in range(len(specs))))
+            os.close(work_w)
+        self._status, status_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:                       # the child: never returns
+            os.close(self._status)
+            _child(self, status_w)
+        os.close(status_w)
+
+    def finish(self, atomic_order: list) -> bool:
+        """Take the cores left, wait for the child, apply the atomic adds in ``atomic_order``
+        ((core, id) pairs, as the timed run reached them). True when done; False when a
+        numerics pass failed (nothing added atomically yet: run the launch again with numerics
+        in the timing run)."""
+        stash: dict = {}
+        try:
+            failed = self.take_cores(stash)
+        except BaseException:
+            self.abort()
+            raise
+        with os.fdopen(self._status, "rb") as inp:
+            data = inp.read()
+        os.waitpid(self.pid, 0)
+        child_failed, child_stash = pickle.loads(data) if data else ("no report", {})
+        if failed or child_failed:
+            return False
+        for key, occurrences in child_stash.items():
+            stash[key] = deque(occurrences)
+        _apply(self.specs, self.atomics, stash, atomic_order)
+        return True
+
+    def take_cores(self, stash: dict) -> str | None:
+        """Run the numerics of the cores this process takes (all of them when they are not
+        independent), keeping atomic adds' sources in ``stash``; the failure, if any."""
+        execute = _stashing(stash, self.atomic_ids)
+        try:
+            if self._work is None:
+                if self.pid == 0:
+                    run_functional(self.specs, execute=execute)
+                return None
+            while len(got := os.read(self._work, 2)) == 2:
+                i = int.from_bytes(got, "little")
+                run_functional([self.specs[i]], execute=execute, indices=[i])
+        except Exception as exc:               # noqa: BLE001 - reported, then run again
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            if self.pid != 0 and self._work is not None:
+                os.close(self._work)
+                self._work = None
+        return None
+
+    def abort(self) -> None:
+        """Stop the child (the timing run raised): no process is left behind."""
+        for fd in (self._status, self._work):
+            if fd is not None:
+                os.close(fd)
+        self._work = None
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _child(beside: Beside, status_w: int) -> None:
+    """The child's whole life: its cores' numerics, then its failure (or None) and its atomic
+    adds' sources back to the parent as a pickle; it exits without cleanup."""
+    try:
+        stash: dict = {}
+        failed = "interrupted"
+        try:
+            failed = beside.take_cores(stash)
+        finally:
+            with os.fdopen(status_w, "wb") as out:
+                pickle.dump((failed, {k: list(v) for k, v in stash.items()}), out)
+    finally:
+        os._exit(0)
+
+
+def _stashing(stash: dict, atomic_ids: set):
+    """``execute`` for run_functional: atomic adds keep the on-chip bytes they read instead
+    (buffer name, offset, bytes) under (core, id)."""
+    if not atomic_ids:
+        return None
+
+    def execute(inst, core: int) -> None:
+        if id(inst) not in atomic_ids:
+            inst.execute()
+            return
+        saved = [(store.name, lo, store.data[lo:hi].copy()) for store, lo, hi in inst.reads()
+                 if type(store) is not GlobalMemory]
+        stash.setdefault((core, id(inst)), deque()).append(saved)
+    return execute
+
+
+def _apply(specs: list, atomics: dict, stash: dict, order: list) -> None:
+    """The atomic adds in ``order``, each from the source bytes it had in program order."""
+    for core, ident in order:
+        buffers = specs[core].buffers
+        for name, lo, data in stash[(core, ident)].popleft():
+            buffers[name].data[lo:lo + len(data)] = data
+        atomics[ident].execute()
+    if any(stash.values()):
+        raise NpusimError("the numerics beside the timing run kept atomic adds the run did "
+                          "not reach")

@@ -1,0 +1,148 @@
+"""Numerics beside the timing run (npusim/beside.py): the same outputs and cycles as numerics in
+the run, atomic adds in simulated-time order, the launches it refuses, and its fallback."""
+
+import os
+
+import numpy as np
+import pytest
+
+import npusim.beside as beside
+import npusim.launch as launch_module
+from kernels import MissingDequeWait, RotateKernel, run_copy
+from npusim import ops
+from npusim.dsl import HardEvent, Kernel, TBuf, TPosition, get_block_idx, set_flag, wait_flag
+from npusim.dsl import vector as vec
+from npusim.errors import HazardError
+from npusim.launch import launch
+from npusim.memory import GlobalMemory
+from npusim.ops.embedding_v2 import atomic_add_out
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+# what each core adds into one fp32 cell: the sum's bits depend on the order
+ADDENDS = (2.0 ** 24, 1.0, 1.0, -(2.0 ** 24))
+
+
+class LateAdders(Kernel):
+    """Core i adds ADDENDS[i] into out[0:n] after 40·(3 - i) vector instructions, so the timed
+    run adds in the reverse of program order (core 0 first)."""
+
+    def init(self, out, n: int):
+        self.out, self.n = out, n
+        self.buf = TBuf(TPosition.VECCALC, name="row")
+        self.pipe.init_buffer(self.buf, n * 4)
+
+    def process(self):
+        i = get_block_idx()
+        t = self.buf.get("float32")
+        for _ in range(40 * (3 - i)):
+            vec.duplicate(t, 0.0, self.n)
+        vec.duplicate(t, ADDENDS[i], self.n)
+        set_flag(HardEvent.V_MTE3)
+        wait_flag(HardEvent.V_MTE3)
+        atomic_add_out(self.out, t, self.n * 4)
+
+
+def run_adders(mode="timed", n=64):
+    gm = GlobalMemory()
+    out = gm.tensor("out", "float32", n, np.full(n, 0.5, np.float32))
+    return launch(LateAdders, chip="atlas-a2", block_dim=4, gm=gm, args=dict(out=out, n=n),
+                  outputs={"out": (out, (n,))}, mode=mode)
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """Every launch may go beside (no size threshold); the list of what ``start`` returned."""
+    monkeypatch.setattr(beside, "MIN_INSTRUCTIONS", 0)
+    monkeypatch.setenv("NPUSIM_BESIDE", "1")
+    seen: list = []
+
+    def spy(specs, gm):
+        got = beside.start(specs, gm)
+        seen.append(got)
+        return got
+
+    monkeypatch.setattr(launch_module, "start_beside", spy)
+    return seen
+
+
+def in_run(monkeypatch, fn):
+    """``fn()`` with numerics in the timing run."""
+    with monkeypatch.context() as m:
+        m.setenv("NPUSIM_BESIDE", "0")
+        return fn()
+
+
+def test_atomic_adds_land_in_simulated_time_order(forks, monkeypatch):
+    got = run_adders()
+    assert forks and forks[0] is not None and forks[0].atomics
+    ref = in_run(monkeypatch, run_adders)
+    assert got.outputs["out"].tobytes() == ref.outputs["out"].tobytes()
+    assert got.cycles == ref.cycles
+    # program order (core 0 first) gives other bits: the order really was the timed one
+    assert got.outputs["out"][0] == 2.0
+    assert run_adders(mode="functional").outputs["out"][0] == 0.0
+
+
+@pytest.mark.parametrize("case", ["silu", "conv"])
+def test_operator_outputs_and_cycles_as_with_numerics_in_the_run(forks, monkeypatch, case):
+    rng = np.random.default_rng(3)
+    if case == "silu":
+        x = rng.standard_normal(40_000).astype(np.float16)
+        dy = rng.standard_normal(40_000).astype(np.float16)
+
+        def call():
+            return ops.silu_backward(dy, x, chip="atlas-a2")
+    else:
+        x = rng.standard_normal((2, 16, 12, 12)).astype(np.float16)
+        w = rng.standard_normal((16, 16, 3, 3)).astype(np.float16)
+        dy = rng.standard_normal((2, 16, 12, 12)).astype(np.float16)
+
+        def call():
+            return ops.convolution_backward(dy, x, w, bias_sizes=(16,), stride=(1, 1),
+                                            padding=(1, 1), dilation=(1, 1), chip="atlas-a2")
+    got = call()
+    assert any(f is not None for f in forks)
+    ref = in_run(monkeypatch, call)
+    assert got.cycles == ref.cycles
+    for name, value in ref.outputs.items():
+        if value is not None:
+            assert got.outputs[name].tobytes() == value.tobytes(), name
+
+
+def test_a_launch_reading_what_it_writes_stays_in_the_run(forks):
+    n, per = 4, 256
+    x0 = np.arange(n * per, dtype=np.float16)
+    gm = GlobalMemory()
+    x, ws, z = (gm.tensor(k, np.float16, n * per, x0 if k == "x" else None)
+                for k in ("x", "ws", "z"))
+    r = launch(RotateKernel, chip="atlas-a2", block_dim=n, gm=gm,
+               args=dict(x=x, ws=ws, z=z, per_core=per), outputs={"z": (z, (n * per,))})
+    assert forks == [None]
+    assert np.array_equal(r.outputs["z"], np.roll(x0, -per))
+
+
+def test_gm_check_refuses_overlaps():
+    assert beside._overlap([(0, 10, 0)], [(9, 20, 1)])
+    assert not beside._overlap([(0, 10, 0)], [(10, 20, 1)])
+    assert beside._shared([(0, 64, (0, "MTE3")), (32, 96, (1, "MTE3"))])
+    assert not beside._shared([(0, 64, (0, "MTE3")), (32, 96, (0, "MTE3"))])
+    assert not beside._shared([(0, 64, (0, "MTE3")), (64, 96, (1, "MTE3"))])
+
+
+def test_a_failed_numerics_pass_runs_the_launch_again(forks, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(beside, "run_functional", broken)
+    r, x0 = run_copy(block_dim=4, tiles=8)
+    assert forks and forks[0] is not None
+    assert np.array_equal(r.outputs["z"], x0)
+
+
+def test_no_process_is_left_behind_a_race(forks):
+    with pytest.raises(HazardError):
+        run_copy(kernel=MissingDequeWait, tiles=4)
+    assert forks and forks[0] is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
