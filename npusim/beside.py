@@ -38,6 +38,7 @@ from collections import deque
 
 import numpy as np
 
+from npusim import race_order
 from npusim.errors import NpusimError
 from npusim.functional import run_functional
 from npusim.memory import GlobalMemory
@@ -46,9 +47,10 @@ MIN_INSTRUCTIONS = 4096   # a fork costs a few milliseconds; numerics about 5 us
 
 
 def start(specs: list, gm) -> "Beside | None":
-    """Fork the numerics of the recorded launch ``specs`` into a child process; None when the
-    launch or the host does not allow it (the caller then runs numerics in the timing run)."""
-    if not _host_allows(gm) or sum(len(s.stream) for s in specs) < MIN_INSTRUCTIONS:
+    """Fork the numerics of the recorded launch ``specs``, and its race check, into a child
+    process; None when the launch or the host does not allow it (the caller then runs numerics
+    and the race detector in the timing run)."""
+    if not (gm.shared and worth_forking(specs)):
         return None
     atomics = gm_safe_atomics(specs)
     if atomics is None:
@@ -56,9 +58,18 @@ def start(specs: list, gm) -> "Beside | None":
     return Beside(specs, atomics)
 
 
-def _host_allows(gm) -> bool:
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and gm.shared
-            and threading.active_count() == 1 and os.environ.get("NPUSIM_BESIDE", "1") != "0")
+def start_checker(specs: list) -> "Checker | None":
+    """Fork the race check of a launch whose timing run has no numerics; None when the host or
+    the launch's size does not allow it."""
+    return Checker(specs) if worth_forking(specs) and race_order.decidable(specs) else None
+
+
+def worth_forking(specs: list) -> bool:
+    """Linux, ``os.fork``, no other Python thread, NPUSIM_BESIDE not 0, and a launch of at
+    least MIN_INSTRUCTIONS entries."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+            and threading.active_count() == 1 and os.environ.get("NPUSIM_BESIDE", "1") != "0"
+            and sum(len(s.stream) for s in specs) >= MIN_INSTRUCTIONS)
 
 
 def gm_safe_atomics(specs: list) -> dict | None:
@@ -139,6 +150,7 @@ class Beside:
 
     def __init__(self, specs: list, atomics: dict):
         self.specs, self.atomics = specs, atomics
+        self.checks_races = race_order.decidable(specs)   # else the timing run's detector does
         self.atomic_ids = set(atomics)
         self._work = None
         if not any(s.peers or any(i.kind == "syncall" for i in s.stream) for s in specs):
@@ -166,8 +178,9 @@ class Beside:
         with os.fdopen(self._status, "rb") as inp:
             data = inp.read()
         os.waitpid(self.pid, 0)
-        child_failed, child_stash = pickle.loads(data) if data else ("no report", {})
-        if failed or child_failed:
+        verdict, child_failed, child_stash = (pickle.loads(data) if data
+                                              else ("no report", None, {}))
+        if failed or child_failed or verdict != "ok":
             return False
         for key, occurrences in child_stash.items():
             stash[key] = deque(occurrences)
@@ -208,16 +221,19 @@ class Beside:
 
 
 def _child(beside: Beside, status_w: int) -> None:
-    """The child's whole life: its cores' numerics, then its failure (or None) and its atomic
-    adds' sources back to the parent as a pickle; it exits without cleanup."""
+    """The child's whole life: the race check (npusim/race_order.py), its cores' numerics,
+    then the verdict, its failure (or None) and its atomic adds' sources back to the parent as
+    a pickle; it exits without cleanup."""
     try:
         stash: dict = {}
-        failed = "interrupted"
+        verdict, failed = "interrupted", None
         try:
-            failed = beside.take_cores(stash)
+            verdict = race_order.check(beside.specs) if beside.checks_races else "ok"
+            if verdict == "ok":
+                failed = beside.take_cores(stash)
         finally:
             with os.fdopen(status_w, "wb") as out:
-                pickle.dump((failed, {k: list(v) for k, v in stash.items()}), out)
+                pickle.dump((verdict, failed, {k: list(v) for k, v in stash.items()}), out)
     finally:
         os._exit(0)
 
@@ -248,3 +264,41 @@ def _apply(specs: list, atomics: dict, stash: dict, order: list) -> None:
     if any(stash.values()):
         raise NpusimError("the numerics beside the timing run kept atomic adds the run did "
                           "not reach")
+
+
+class Checker:
+    """The race check (npusim/race_order.py) of a launch whose timing run has no numerics, in a
+    child process; the timing run leaves the race detector out."""
+
+    def __init__(self, specs: list):
+        self._status, status_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self._status)
+            try:
+                verdict = "interrupted"
+                try:
+                    verdict = race_order.check(specs)
+                finally:
+                    os.write(status_w, verdict.encode())
+            finally:
+                os._exit(0)
+        os.close(status_w)
+
+    def finish(self) -> bool:
+        """True when the launch is race-free; False: run it again with the detector."""
+        with os.fdopen(self._status, "rb") as inp:
+            verdict = inp.read()
+        self._status = None
+        os.waitpid(self.pid, 0)
+        return verdict == b"ok"
+
+    def abort(self) -> None:
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npusim.beside import start as start_beside
+from npusim.beside import start_checker
 from npusim.chip import load_chip
 from npusim.dsl.context import CoreContext, recording
 from npusim.engine import TimedEngine
@@ -156,28 +157,43 @@ def gc_paused():
 
 
 def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
-    """The SimPy run, with numerics in it or, where ``beside`` and npusim/beside.py find it
-    exact, in a process beside it (run again with numerics in it should that process fail)."""
+    """The SimPy run. Where npusim/beside.py finds it exact (``beside``: numerics on, the race
+    detector on, no data read back), the numerics and the race check go to a process beside
+    it; with numerics off, the race check alone may. Should that process find anything but a
+    race-free launch, or the run raise, the launch runs again with both in the run."""
     child = start_beside(specs, gm) if beside else None
+    checker = start_checker(specs) if sanitize and not numerics else None
     while True:
         tracer = Tracer() if trace else None
         engine = TimedEngine(chip, specs, gm, numerics=numerics and child is None,
-                             tracer=tracer, sanitize=sanitize, jitter=jitter)
+                             tracer=tracer, jitter=jitter, sanitize=sanitize and not (
+                                 checker or (child and child.checks_races)))
         if child is not None:
             engine.atomic_ids = child.atomic_ids
-        try:
-            cycles = engine.run()
-        except BaseException:
-            if child is not None:
-                child.abort()
-            raise
-        if child is None or child.finish(engine.atomic_log):
+        cycles = _run_beside(engine, child, checker)
+        if cycles is not None and (child is None or child.finish(engine.atomic_log)) and (
+                checker is None or checker.finish()):
             break
-        child = None
+        child = checker = None
         engine.release()
     if tracer is not None:
         tracer.pack()
     return engine, tracer, cycles
+
+
+def _run_beside(engine, child, checker) -> float | None:
+    """``engine.run()``; None when it raised with work beside it (the caller runs the launch
+    again with everything in the run, which raises what it should, in order). No process
+    outlives an error."""
+    try:
+        return engine.run()
+    except BaseException as exc:
+        for proc in (child, checker):
+            if proc is not None:
+                proc.abort()
+        if isinstance(exc, Exception) and (child or checker):
+            return None
+        raise
 
 
 def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,

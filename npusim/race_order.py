@@ -1,0 +1,90 @@
+"""The race detector fed in program order, without a timing run.
+
+``npusim/sanitizer.py`` decides races from happens-before alone: program order inside a pipe,
+set -> wait (matched in stream order per flag), issue, barriers. Every order of the events that
+respects those edges gives it the same verdict, because whether two accesses are ordered is
+fixed by the stream, not by when they ran: a race-free launch passes in any such order, and a
+racy one fails in any (which race it names first may differ). Program order respects them when
+every ``wait_flag`` comes after the ``set_flag`` it takes, so ``check`` feeds each followed
+core's stream to a ``Sanitizer`` entry by entry, as the timed run would (the same calls, each
+pipe instruction with the scalar's clock when it was issued), and answers:
+
+- ``"ok"``: no race;
+- ``"race"``: a HazardError (the timed run, with the detector in it, says which);
+- ``"unordered"``: a wait before its set, a cross-core flag or SyncAll: not decidable here.
+
+``npusim/beside.py`` runs it in a process beside a timing run that leaves the detector out; on
+anything but ``"ok"`` the launch runs again with the detector in the timing run.
+"""
+
+from types import SimpleNamespace
+
+from npusim.errors import HazardError
+from npusim.race_scope import cores_to_check
+from npusim.sanitizer import Sanitizer
+
+_UNORDERED = ("syncall", "xset", "xwait")
+
+
+class _Unordered(Exception):
+    """The stream's order is not one the detector can take."""
+
+
+def decidable(specs: list) -> bool:
+    """Whether ``check`` can decide the launch: no cross-core peers, flags or SyncAll (a wait
+    before its set it finds only as it goes)."""
+    return not any(s.peers or any(i.kind in _UNORDERED for i in s.stream) for s in specs)
+
+
+def check(specs: list) -> str:
+    """The verdict on the launch's recorded streams: "ok", "race" or "unordered"."""
+    if any(s.peers for s in specs):
+        return "unordered"
+    cores = cores_to_check([SimpleNamespace(index=i, label=s.label, pipes=s.pipes,
+                                            stream=s.stream, peers=[])
+                            for i, s in enumerate(specs)])
+    san = Sanitizer(cores)
+    try:
+        for core in cores:
+            _feed(san, core.index, core.stream)
+    except HazardError:
+        return "race"
+    except _Unordered:
+        return "unordered"
+    return "ok"
+
+
+def _feed(san, i: int, stream: list) -> None:
+    """One core's stream, entry by entry, as the scalar and the pipes would report it."""
+    for inst in stream:
+        kind, pipe = inst.kind, inst.pipe
+        if kind in ("mark", "scalar"):
+            continue
+        if kind in _UNORDERED:
+            raise _Unordered(kind)
+        if pipe == "S":
+            _scalar(san, i, inst, kind)
+        elif kind == "exec":
+            san.on_exec(i, pipe, inst, san.issue_clock[i])
+        elif kind == "set":
+            san.on_set(i, pipe, inst.key, san.issue_clock[i])
+        elif kind == "wait":
+            _pending(san, i, inst.key)
+            san.on_wait(i, pipe, inst.key, san.issue_clock[i])
+
+
+def _scalar(san, i: int, inst, kind: str) -> None:
+    if kind == "wait":
+        _pending(san, i, inst.key)
+        san.on_wait(i, "S", inst.key)
+    elif kind == "set":
+        san.on_set(i, "S", inst.key)
+    elif kind == "barrier":
+        san.on_drain(i)
+    elif kind in ("scalar_read", "scalar_write"):
+        san.on_exec(i, "S", inst)
+
+
+def _pending(san, i: int, key) -> None:
+    if not san.flag_clocks.get((i, key)):
+        raise _Unordered("wait before its set")
