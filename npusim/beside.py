@@ -75,39 +75,63 @@ def worth_forking(specs: list) -> bool:
 def gm_safe_atomics(specs: list) -> dict | None:
     """The launch's atomic-add instructions by id when its GM accesses satisfy rule 2 of
     the module docstring; None when they do not, or when an instruction checks data."""
-    reads, writes, atomics, atomic_ids = [], [], [], {}
+    ranges = {"read": [], "write": [], "atomic": []}    # (lo, hi, group) arrays
+    atomic_ids, groups = {}, {}
     for core, spec in enumerate(specs):
-        seen = set()
-        for inst in spec.stream:
-            kind = inst.kind
-            if kind == "exec":
-                if getattr(inst, "checks_data", False):
-                    return None
-                if not inst.touches_gm:
-                    continue
-            elif kind not in ("scalar_read", "scalar_write"):
-                continue
-            if id(inst) in seen:          # a re-issued object: the same ranges
-                continue
-            seen.add(id(inst))
-            group = (core, inst.pipe)
-            reads += [(lo, hi, group) for store, lo, hi in inst.reads()
-                      if type(store) is GlobalMemory]
-            atomic = getattr(inst, "atomic", False)
-            if atomic:
-                atomic_ids[id(inst)] = inst
-            (atomics if atomic else writes).extend(
-                (lo, hi, group) for store, lo, hi in inst.writes() if type(store) is GlobalMemory)
-    if _overlap(writes, reads) or _overlap(atomics, reads + writes) or _shared(writes):
+        types = set(map(type, spec.stream))
+        if any(getattr(t, "checks_data", False) for t in types):
+            return None
+        movers = {t for t in types if (t.kind == "exec" and t.touches_gm)
+                  or t.kind in ("scalar_read", "scalar_write")}
+        unique = dict(zip(map(id, spec.stream), spec.stream, strict=True)).values()
+        for inst in unique if movers else ():    # a re-issued object has the same ranges
+            if type(inst) in movers:
+                group = groups.setdefault((core, inst.pipe), len(groups))
+                what = _gm_ranges(inst, ranges, group)
+                if what == "atomic":
+                    atomic_ids[id(inst)] = inst
+    reads, writes, atomics = (_stack(ranges[k]) for k in ("read", "write", "atomic"))
+    if (_overlap(writes, reads) or _overlap(atomics, np.concatenate([reads, writes]))
+            or _shared(writes)):
         return None
     return atomic_ids
 
 
-def _spans(ranges: list) -> np.ndarray:
-    """Sorted, merged [lo, hi) ranges as an (n, 2) array."""
-    if not ranges:
-        return np.zeros((0, 2), np.int64)
-    arr = np.array([(lo, hi) for lo, hi, _ in ranges if hi > lo], np.int64).reshape(-1, 2)
+def _gm_ranges(inst, ranges: dict, group: int) -> str:
+    """Add the GM bytes ``inst`` reads or writes to ``ranges``, block by block for a move
+    (its GM-side geometry), whole spans for a scalar access; which kind it was."""
+    if inst.kind != "exec":
+        for what, spans in (("read", inst.reads()), ("write", inst.writes())):
+            gm = [(lo, hi) for store, lo, hi in spans if type(store) is GlobalMemory]
+            if gm:
+                lo, hi = np.array(gm, np.int64).reshape(-1, 2).T
+                ranges[what].append((lo, hi, group))
+        return "scalar"
+    what = ("atomic" if getattr(inst, "atomic", False) else "write") if inst.gm_write else "read"
+    for addr, count, length, stride in inst.gm_blocks():
+        if count <= 0 or length <= 0:
+            continue
+        if count == 1 or stride == length:
+            lo = np.array([addr], np.int64)
+            hi = lo + (count - 1) * stride + length
+        else:
+            lo = addr + stride * np.arange(count, dtype=np.int64)
+            hi = lo + length
+        ranges[what].append((lo, hi, group))
+    return what
+
+
+def _stack(parts: list) -> np.ndarray:
+    """(n, 3) rows of lo, hi, group from ``_gm_ranges``' arrays."""
+    if not parts:
+        return np.zeros((0, 3), np.int64)
+    return np.concatenate([np.stack([lo, hi, np.full(len(lo), g, np.int64)], axis=1)
+                           for lo, hi, g in parts])
+
+
+def _merged(rows: np.ndarray) -> np.ndarray:
+    """Sorted, merged [lo, hi) ranges of ``rows`` (columns lo, hi, ...) as (n, 2)."""
+    arr = rows[rows[:, 1] > rows[:, 0], :2]
     arr = arr[np.argsort(arr[:, 0], kind="stable")]
     if len(arr) < 2:
         return arr
@@ -116,9 +140,9 @@ def _spans(ranges: list) -> np.ndarray:
     return np.stack([arr[starts, 0], np.r_[ends[starts[1:] - 1], ends[-1]]], axis=1)
 
 
-def _overlap(a: list, b: list) -> bool:
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether a byte lies in a range of ``a`` and in one of ``b``."""
-    sa, sb = _spans(a), _spans(b)
+    sa, sb = _merged(a), _merged(b)
     if not len(sa) or not len(sb):
         return False
     # for each range of a, the first range of b ending after its start
@@ -127,17 +151,15 @@ def _overlap(a: list, b: list) -> bool:
     return bool(np.any(sb[first[inside], 0] < sa[inside, 1]))
 
 
-def _shared(writes: list) -> bool:
-    """Whether two (core, pipe) groups write a common byte."""
-    groups: dict = {}
-    for lo, hi, group in writes:
-        groups.setdefault(group, []).append((lo, hi, group))
-    merged = [_spans(g) for g in groups.values()]
-    if len(merged) < 2:
+def _shared(writes: np.ndarray) -> bool:
+    """Whether two groups (core, pipe) write a common byte: each group's ranges merged,
+    then any two of them overlapping."""
+    groups = np.unique(writes[:, 2])
+    if len(groups) < 2:
         return False
-    allspans = np.concatenate(merged)
-    allspans = allspans[np.argsort(allspans[:, 0], kind="stable")]
-    return bool(np.any(allspans[1:, 0] < np.maximum.accumulate(allspans[:, 1])[:-1]))
+    merged = np.concatenate([_merged(writes[writes[:, 2] == g]) for g in groups])
+    merged = merged[np.argsort(merged[:, 0], kind="stable")]
+    return bool(np.any(merged[1:, 0] < np.maximum.accumulate(merged[:, 1])[:-1]))
 
 
 class Beside:

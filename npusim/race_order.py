@@ -33,7 +33,8 @@ class _Unordered(Exception):
 def decidable(specs: list) -> bool:
     """Whether ``check`` can decide the launch: no cross-core peers, flags or SyncAll (a wait
     before its set it finds only as it goes)."""
-    return not any(s.peers or any(i.kind in _UNORDERED for i in s.stream) for s in specs)
+    return not any(s.peers or any(t.kind in _UNORDERED for t in set(map(type, s.stream)))
+                   for s in specs)
 
 
 def check(specs: list) -> str:

@@ -122,12 +122,19 @@ def test_a_launch_reading_what_it_writes_stays_in_the_run(forks):
     assert np.array_equal(r.outputs["z"], np.roll(x0, -per))
 
 
+def rows(*ranges):
+    return np.array(ranges, np.int64).reshape(-1, 3)
+
+
 def test_gm_check_refuses_overlaps():
-    assert beside._overlap([(0, 10, 0)], [(9, 20, 1)])
-    assert not beside._overlap([(0, 10, 0)], [(10, 20, 1)])
-    assert beside._shared([(0, 64, (0, "MTE3")), (32, 96, (1, "MTE3"))])
-    assert not beside._shared([(0, 64, (0, "MTE3")), (32, 96, (0, "MTE3"))])
-    assert not beside._shared([(0, 64, (0, "MTE3")), (64, 96, (1, "MTE3"))])
+    assert beside._overlap(rows((0, 10, 0)), rows((9, 20, 1)))
+    assert not beside._overlap(rows((0, 10, 0)), rows((10, 20, 1)))
+    assert beside._shared(rows((0, 64, 0), (32, 96, 1)))
+    assert not beside._shared(rows((0, 64, 0), (32, 96, 0)))
+    assert not beside._shared(rows((0, 64, 0), (64, 96, 1)))
+    # interleaved blocks of two cores: extents overlap, bytes do not
+    assert not beside._shared(rows((0, 32, 0), (64, 96, 0), (32, 64, 1), (96, 128, 1)))
+    assert beside._shared(rows((0, 32, 0), (64, 96, 0), (32, 65, 1)))
 
 
 def test_a_failed_numerics_pass_runs_the_launch_again(forks, monkeypatch):
