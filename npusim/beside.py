@@ -5,13 +5,16 @@ can run in program order (the functional run's order, ``npusim/functional.py``) 
 process while the parent runs the SimPy timing with ``numerics=False``; the two overlap on a
 host with a second core:
 
-1. **On-chip order.** The race detector is on: a launch it passes has every conflicting pair
-   of on-chip accesses ordered by happens-before, which program order respects. (A launch it
-   fails raises HazardError and has no outputs.)
+1. **On-chip order.** The race detector is on and passes the launch: every conflicting pair
+   of on-chip accesses is ordered by happens-before, which program order respects. The child
+   decides it first, in program order (``npusim/race_order.py``); where that cannot decide
+   (cross-core flags, SyncAll) the detector stays in the timing run. Any other verdict than
+   race-free, and the launch runs again with numerics and detector in the timing run, which
+   raises the HazardError.
 2. **GM order.** No GM byte one instruction writes is read in the launch, no GM byte is
    written by two cores or two pipes, and the atomic adds touch no byte that other
-   instructions read or write (checked from the instructions' GM ranges, whole extents of
-   strided copies, so the check errs towards refusing).
+   instructions read or write (checked block by block from each move's GM geometry, the
+   bytes the bandwidth model charges; scalar GM accesses by their ranges).
 3. **Atomic adds in simulated time.** Floating-point adds into the same bytes depend on their
    order, which follows simulated time: the numerics keep each atomic add's source bytes, the
    timing run logs the order it reached them in, and the parent applies them in that order.
@@ -98,35 +101,32 @@ def gm_safe_atomics(specs: list) -> dict | None:
 
 
 def _gm_ranges(inst, ranges: dict, group: int) -> str:
-    """Add the GM bytes ``inst`` reads or writes to ``ranges``, block by block for a move
-    (its GM-side geometry), whole spans for a scalar access; which kind it was."""
+    """Add the GM bytes ``inst`` reads or writes to ``ranges`` ((lo, hi, group) tuples, or
+    arrays of a strided move's blocks), block by block for a move (its GM-side geometry),
+    whole spans for a scalar access; which kind it was."""
     if inst.kind != "exec":
         for what, spans in (("read", inst.reads()), ("write", inst.writes())):
-            gm = [(lo, hi) for store, lo, hi in spans if type(store) is GlobalMemory]
-            if gm:
-                lo, hi = np.array(gm, np.int64).reshape(-1, 2).T
-                ranges[what].append((lo, hi, group))
+            ranges[what] += [(lo, hi, group) for store, lo, hi in spans
+                             if type(store) is GlobalMemory]
         return "scalar"
     what = ("atomic" if getattr(inst, "atomic", False) else "write") if inst.gm_write else "read"
+    out = ranges[what]
     for addr, count, length, stride in inst.gm_blocks():
         if count <= 0 or length <= 0:
             continue
         if count == 1 or stride == length:
-            lo = np.array([addr], np.int64)
-            hi = lo + (count - 1) * stride + length
+            out.append((addr, addr + (count - 1) * stride + length, group))
         else:
             lo = addr + stride * np.arange(count, dtype=np.int64)
-            hi = lo + length
-        ranges[what].append((lo, hi, group))
+            out.append(np.stack([lo, lo + length, np.full(count, group, np.int64)], axis=1))
     return what
 
 
 def _stack(parts: list) -> np.ndarray:
-    """(n, 3) rows of lo, hi, group from ``_gm_ranges``' arrays."""
-    if not parts:
-        return np.zeros((0, 3), np.int64)
-    return np.concatenate([np.stack([lo, hi, np.full(len(lo), g, np.int64)], axis=1)
-                           for lo, hi, g in parts])
+    """(n, 3) rows of lo, hi, group from ``_gm_ranges``' tuples and arrays."""
+    rows = [p for p in parts if type(p) is tuple]
+    blocks = [p for p in parts if type(p) is not tuple]
+    return np.concatenate([np.array(rows, np.int64).reshape(-1, 3), *blocks])
 
 
 def _merged(rows: np.ndarray) -> np.ndarray:
