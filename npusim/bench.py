@@ -3,7 +3,9 @@
 Each case runs in a process of its own (forked), so its peak resident memory is its own: the
 report gives the simulated instructions (set/wait flags included, buffer marks excluded), the
 wall-clock seconds of the simulation (recording the streams, the run and the stats; making the
-random inputs is not counted), their ratio, and the process's peak RSS. The groups:
+random inputs is not counted), their ratio, the process's peak RSS and that of the largest
+process it forked beside its timing runs (numerics, race check: ``npusim/beside.py``; they
+share GM with it, so the two overlap). The groups:
 
 - ``micro``: the engine's micro-kernels (vector, GM stream, cube matmul), each again with the
   sanitizer and the tracer off to show their share;
@@ -110,7 +112,8 @@ def _measure(fn, kw: dict, conn) -> None:
         r = fn(**kw)
         wall = r.stats.get("wall_seconds", {}).get("total") or time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        conn.send(("ok", r.stats["instructions"], wall, rss, r.cycles, r.mode))
+        beside = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        conn.send(("ok", r.stats["instructions"], wall, rss, beside, r.cycles, r.mode))
     except Exception as exc:  # noqa: BLE001 - reported as the case's row, not a crash
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -128,9 +131,10 @@ def measure(fn, kw: dict) -> dict:
     proc.join()
     if got[0] != "ok":
         return {"error": got[1]}
-    _, n, wall, rss, cycles, mode = got
+    _, n, wall, rss, beside, cycles, mode = got
     return {"instructions": n, "wall_s": round(wall, 3), "instr_per_s": round(n / wall),
-            "peak_rss_mb": round(rss / 2**20, 1), "cycles": cycles, "mode": mode}
+            "peak_rss_mb": round(rss / 2**20, 1), "beside_peak_rss_mb": round(beside / 2**20, 1),
+            "cycles": cycles, "mode": mode}
 
 
 def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
@@ -192,6 +196,8 @@ def _print(row: dict) -> None:
         return
     notes = (f"without sanitizer and tracer: {row['bare_instr_per_s']:,} instr/s"
              if row.get("bare_instr_per_s") else "")
+    if row.get("beside_peak_rss_mb"):
+        notes = f"beside: {row['beside_peak_rss_mb']:.0f} MB" + (f"; {notes}" if notes else "")
     if row.get("speedup"):
         notes = f"{row['speedup']:.2f}x the earlier run" + (f"; {notes}" if notes else "")
     print(f"{row['case']:<52}{row['instructions']:>10,}{row['wall_s']:>9.2f}"

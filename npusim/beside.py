@@ -5,12 +5,13 @@ can run in program order (the functional run's order, ``npusim/functional.py``) 
 process while the parent runs the SimPy timing with ``numerics=False``; the two overlap on a
 host with a second core:
 
-1. **On-chip order.** The race detector is on and passes the launch: every conflicting pair
-   of on-chip accesses is ordered by happens-before, which program order respects. The child
-   decides it first, in program order (``npusim/race_order.py``); where that cannot decide
-   (cross-core flags, SyncAll) the detector stays in the timing run. Any other verdict than
-   race-free, and the launch runs again with numerics and detector in the timing run, which
-   raises the HazardError.
+1. **On-chip order.** The launch is race-free: every conflicting pair of on-chip accesses is
+   ordered by happens-before, which program order respects. The child decides it first, in
+   program order (``npusim/race_order.py``); where that cannot decide (cross-core flags,
+   SyncAll) the detector stays in the timing run, and with the detector off such a launch
+   does not go beside. Any other verdict than race-free, and the launch runs again with
+   numerics (and the detector, if on) in the timing run, which raises the HazardError, or,
+   detector off, gives the outputs its timing gives.
 2. **GM order.** No GM byte one instruction writes is read in the launch, no GM byte is
    written by two cores or two pipes, and the atomic adds touch no byte that other
    instructions read or write (checked block by block from each move's GM geometry, the
@@ -49,11 +50,15 @@ from npusim.memory import GlobalMemory
 MIN_INSTRUCTIONS = 4096   # a fork costs a few milliseconds; numerics about 5 us an instruction
 
 
-def start(specs: list, gm) -> "Beside | None":
+def start(specs: list, gm, sanitize: bool) -> "Beside | None":
     """Fork the numerics of the recorded launch ``specs``, and its race check, into a child
     process; None when the launch or the host does not allow it (the caller then runs numerics
-    and the race detector in the timing run)."""
+    and the race detector in the timing run). With the detector off (``sanitize`` False) the
+    child still checks, quietly: a racy launch's outputs follow its timing, so it runs again
+    with numerics in the run, and one the check cannot decide stays there."""
     if not (gm.shared and worth_forking(specs)):
+        return None
+    if not sanitize and not race_order.decidable(specs):
         return None
     atomics = gm_safe_atomics(specs)
     if atomics is None:
@@ -253,6 +258,9 @@ def _child(beside: Beside, status_w: int) -> None:
             verdict = race_order.check(beside.specs) if beside.checks_races else "ok"
             if verdict == "ok":
                 failed = beside.take_cores(stash)
+            elif beside._work is not None:          # leave the parent no core to take
+                while os.read(beside._work, 4096):
+                    pass
         finally:
             with os.fdopen(status_w, "wb") as out:
                 pickle.dump((verdict, failed, {k: list(v) for k, v in stash.items()}), out)

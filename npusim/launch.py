@@ -157,11 +157,11 @@ def gc_paused():
 
 
 def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
-    """The SimPy run. Where npusim/beside.py finds it exact (``beside``: numerics on, the race
-    detector on, no data read back), the numerics and the race check go to a process beside
-    it; with numerics off, the race check alone may. Should that process find anything but a
-    race-free launch, or the run raise, the launch runs again with both in the run."""
-    child = start_beside(specs, gm) if beside else None
+    """The SimPy run. Where npusim/beside.py finds it exact (``beside``: numerics on, no data
+    read back), the numerics and the race check go to a process beside it; with numerics off,
+    the race check alone may. Should that process find anything but a race-free launch, or
+    the run raise, the launch runs again with both in the run."""
+    child = start_beside(specs, gm, sanitize) if beside else None
     checker = start_checker(specs) if sanitize and not numerics else None
     while True:
         tracer = Tracer() if trace else None
@@ -176,6 +176,9 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
             break
         child = checker = None
         engine.release()
+        for spec in specs:                 # the pass beside may have used them
+            for buf in spec.buffers.values():
+                buf.data[:] = 0
     if tracer is not None:
         tracer.pack()
     return engine, tracer, cycles
@@ -226,7 +229,7 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
                     buf.data[:] = 0
         engine, tracer, cycles = _run_timed(chip, specs, gm, numerics=numerics, trace=trace,
                                             sanitize=sanitize, jitter=jitter,
-                                            beside=numerics and sanitize and not eager)
+                                            beside=numerics and not eager)
     elif not eager:
         run_functional(specs, numerics=numerics)
     result_outputs = {name: t.array(int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()

@@ -8,7 +8,7 @@ import pytest
 
 import npusim.beside as beside
 import npusim.launch as launch_module
-from kernels import MissingDequeWait, RotateKernel, run_copy
+from kernels import CopyKernel, MissingDequeWait, RotateKernel, run_copy
 from npusim import ops
 from npusim.dsl import HardEvent, Kernel, TBuf, TPosition, get_block_idx, set_flag, wait_flag
 from npusim.dsl import vector as vec
@@ -57,8 +57,8 @@ def forks(monkeypatch):
     monkeypatch.setenv("NPUSIM_BESIDE", "1")
     seen: list = []
 
-    def spy(specs, gm):
-        got = beside.start(specs, gm)
+    def spy(*args):
+        got = beside.start(*args)
         seen.append(got)
         return got
 
@@ -153,3 +153,15 @@ def test_no_process_is_left_behind_a_race(forks):
     assert forks and forks[0] is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.parametrize("racy", [False, True])
+def test_detector_off_outputs_as_with_numerics_in_the_run(forks, monkeypatch, racy):
+    """With sanitize=False a race-free launch still goes beside (the child checks quietly);
+    a racy one runs again with numerics in the run, whose outputs follow its timing."""
+    kernel = MissingDequeWait if racy else CopyKernel
+    got, _ = run_copy(kernel=kernel, tiles=8, sanitize=False)
+    assert forks and forks[0] is not None
+    ref, _ = in_run(monkeypatch, lambda: run_copy(kernel=kernel, tiles=8, sanitize=False))
+    assert got.outputs["z"].tobytes() == ref.outputs["z"].tobytes()
+    assert got.cycles == ref.cycles
