@@ -55,7 +55,9 @@ class GmGetValue(Instr):
         return chip.gm_latency_cycles
 
     def value(self):
-        """The element, as a Python number."""
+        """The element, as a Python number (GM copies the tensor's initial contents in first,
+        if it has not yet)."""
+        self.src.store.load_tensor(self.src)
         return self.src.array(self.index + 1)[self.index].item()
 
     def operands(self) -> dict:

@@ -63,7 +63,7 @@ def start(specs: list, gm, sanitize: bool) -> "Beside | None":
     atomics = gm_safe_atomics(specs)
     if atomics is None:
         return None
-    return Beside(specs, atomics)
+    return Beside(specs, atomics, gm)
 
 
 def start_checker(specs: list) -> "Checker | None":
@@ -175,21 +175,22 @@ class Beside:
     left. Otherwise the child runs them all in the functional run's order. The atomic adds of
     both wait for ``finish``, which applies them in the timed run's order."""
 
-    def __init__(self, specs: list, atomics: dict):
-        self.specs, self.atomics = specs, atomics
+    def __init__(self, specs: list, atomics: dict, gm):
+        self.specs, self.atomics, self.gm = specs, atomics, gm
         self.checks_races = race_order.decidable(specs)   # else the timing run's detector does
         self.atomic_ids = set(atomics)
-        self._work = None
-        if not any(s.peers or any(i.kind == "syncall" for i in s.stream) for s in specs):
-            self._work, work_w = os.pipe()
-            os.write(work_w, b"".join(i.to_bytes(2, "little") for i in range(len(specs))))
-            os.close(work_w)
+        self._work = self._work_w = None
+        if not any(s.peers or any(t.kind == "syncall" for t in set(map(type, s.stream)))
+                   for s in specs):
+            self._work, self._work_w = os.pipe()
         self._status, status_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:                       # the child: never returns
             os.close(self._status)
             _child(self, status_w)
         os.close(status_w)
+        if self._work_w is not None:            # the child hands the cores out (see _child)
+            os.close(self._work_w)
 
     def finish(self, atomic_order: list) -> bool:
         """Take the cores left, wait for the child, apply the atomic adds in ``atomic_order``
@@ -248,19 +249,22 @@ class Beside:
 
 
 def _child(beside: Beside, status_w: int) -> None:
-    """The child's whole life: the race check (npusim/race_order.py), its cores' numerics,
-    then the verdict, its failure (or None) and its atomic adds' sources back to the parent as
-    a pickle; it exits without cleanup."""
+    """The child's whole life: the operator's inputs into GM, the race check
+    (npusim/race_order.py), the cores to take handed out (a race leaves none, the parent reads
+    the end of the pipe at once), its cores' numerics, then the verdict, its failure (or None)
+    and its atomic adds' sources back to the parent as a pickle; it exits without cleanup."""
     try:
         stash: dict = {}
         verdict, failed = "interrupted", None
         try:
+            beside.gm.load_inputs()           # the parent's timing run does not read them
             verdict = race_order.check(beside.specs) if beside.checks_races else "ok"
             if verdict == "ok":
+                if beside._work_w is not None:   # now the parent may take cores too
+                    os.write(beside._work_w, b"".join(
+                        i.to_bytes(2, "little") for i in range(len(beside.specs))))
+                    os.close(beside._work_w)
                 failed = beside.take_cores(stash)
-            elif beside._work is not None:          # leave the parent no core to take
-                while os.read(beside._work, 4096):
-                    pass
         finally:
             with os.fdopen(status_w, "wb") as out:
                 pickle.dump((verdict, failed, {k: list(v) for k, v in stash.items()}), out)

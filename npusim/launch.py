@@ -162,6 +162,9 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
     the race check alone may. Should that process find anything but a race-free launch, or
     the run raise, the launch runs again with both in the run."""
     child = start_beside(specs, gm, sanitize) if beside else None
+    inputs = gm.take_pending()          # the child copies them in, else they are copied here
+    if child is None:
+        gm.load_inputs(inputs)
     checker = start_checker(specs) if sanitize and not numerics else None
     while True:
         tracer = Tracer() if trace else None
@@ -174,6 +177,8 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
         if cycles is not None and (child is None or child.finish(engine.atomic_log)) and (
                 checker is None or checker.finish()):
             break
+        if child is not None:
+            gm.load_inputs(inputs)
         child = checker = None
         engine.release()
         for spec in specs:                 # the pass beside may have used them
@@ -215,7 +220,9 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     specs = core_layout(chip, core_type, block_dim)
     t0 = time.perf_counter()
     gm.check_fits(chip)
-    gm.load_inputs()
+    gm.materialize()
+    if eager or mode != "timed":       # else the timed run copies the inputs in (_run_timed)
+        gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)
     t_record = time.perf_counter()

@@ -132,13 +132,32 @@ class GlobalMemory:
             self._pending.append((t, np.ascontiguousarray(init, dtype=dt).reshape(-1)))
         return t
 
-    def load_inputs(self) -> None:
+    def load_inputs(self, pending: list | None = None) -> None:
         """Materialize GM and copy in the initial contents not yet copied (once per tensor:
-        the kernels of one operator run one after another on the same GM)."""
+        the kernels of one operator run one after another on the same GM); ``pending``: those
+        of an earlier ``take_pending`` instead."""
         self.materialize()
-        for t, arr in self._pending:
+        todo = self._pending if pending is None else pending
+        for t, arr in todo:
             t.array(len(arr))[:] = arr
-        self._pending.clear()
+        if pending is None:
+            self._pending.clear()
+
+    def take_pending(self) -> list:
+        """The initial contents not yet copied in, which another process copies (a forked
+        process sharing this GM: npusim/beside.py); this one forgets them."""
+        pending, self._pending = self._pending, []
+        return pending
+
+    def load_tensor(self, tensor) -> None:
+        """Copy in the initial contents of the allocation ``tensor`` lies in, if still pending
+        (a value read while the kernel is recorded: ``gm_get_value``)."""
+        for i, (t, arr) in enumerate(self._pending):
+            if t.addr <= tensor.addr < t.limit:
+                self.materialize()
+                t.array(len(arr))[:] = arr
+                del self._pending[i]
+                return
 
 
 def _shared_zeros(nbytes: int) -> np.ndarray:
