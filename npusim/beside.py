@@ -63,13 +63,21 @@ def start(specs: list, gm, sanitize: bool) -> "Beside | None":
     atomics = gm_safe_atomics(specs)
     if atomics is None:
         return None
-    return Beside(specs, atomics, gm)
+    try:
+        return Beside(specs, atomics, gm)
+    except _NoFork:
+        return None
 
 
 def start_checker(specs: list) -> "Checker | None":
     """Fork the race check of a launch whose timing run has no numerics; None when the host or
     the launch's size does not allow it."""
-    return Checker(specs) if worth_forking(specs) and race_order.decidable(specs) else None
+    if not (worth_forking(specs) and race_order.decidable(specs)):
+        return None
+    try:
+        return Checker(specs)
+    except _NoFork:
+        return None
 
 
 def worth_forking(specs: list) -> bool:
@@ -167,7 +175,55 @@ def _shared(writes: np.ndarray) -> bool:
     return bool(np.any(merged[1:, 0] < np.maximum.accumulate(merged[:, 1])[:-1]))
 
 
-class Beside:
+class _NoFork(Exception):
+    """os.fork failed (the host has no memory for a child): the caller keeps the work."""
+
+
+class _Process:
+    """A forked child with a status pipe; ``_wait`` reads its report and reaps it, ``abort``
+    kills and reaps it (each at most once: a reaped pid may belong to another process)."""
+
+    pid: int | None = None
+    _status: int | None = None
+
+    def _fork(self, child_main) -> None:
+        """Fork; the child runs ``child_main(status_fd)``, which never returns."""
+        self._status, status_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(self._status)
+            os.close(status_w)
+            raise _NoFork from exc
+        self.pid = pid
+        if pid == 0:
+            os.close(self._status)
+            child_main(status_w)
+        os.close(status_w)
+
+    def _wait(self) -> bytes:
+        with os.fdopen(self._status, "rb") as inp:
+            self._status = None
+            data = inp.read()
+        os.waitpid(self.pid, 0)
+        self.pid = None
+        return data
+
+    def abort(self) -> None:
+        """Stop the child, if it still runs; no process is left behind."""
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+
+class Beside(_Process):
     """The child process running a launch's numerics; see the module docstring.
 
     Cores without cross-core synchronisation are independent: they wait in a pipe, and the
@@ -183,13 +239,14 @@ class Beside:
         if not any(s.peers or any(t.kind == "syncall" for t in set(map(type, s.stream)))
                    for s in specs):
             self._work, self._work_w = os.pipe()
-        self._status, status_w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:                       # the child: never returns
-            os.close(self._status)
-            _child(self, status_w)
-        os.close(status_w)
-        if self._work_w is not None:            # the child hands the cores out (see _child)
+        try:
+            self._fork(lambda status_w: _child(self, status_w))
+        except _NoFork:
+            for fd in (self._work, self._work_w):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        if self._work_w is not None:     # the child hands the cores out (see _child)
             os.close(self._work_w)
 
     def finish(self, atomic_order: list) -> bool:
@@ -203,9 +260,7 @@ class Beside:
         except BaseException:
             self.abort()
             raise
-        with os.fdopen(self._status, "rb") as inp:
-            data = inp.read()
-        os.waitpid(self.pid, 0)
+        data = self._wait()
         verdict, child_failed, child_stash = (pickle.loads(data) if data
                                               else ("no report", None, {}))
         if failed or child_failed or verdict != "ok":
@@ -234,18 +289,6 @@ class Beside:
                 os.close(self._work)
                 self._work = None
         return None
-
-    def abort(self) -> None:
-        """Stop the child (the timing run raised): no process is left behind."""
-        for fd in (self._status, self._work):
-            if fd is not None:
-                os.close(fd)
-        self._work = None
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
 
 
 def _child(beside: Beside, status_w: int) -> None:
@@ -300,39 +343,25 @@ def _apply(specs: list, atomics: dict, stash: dict, order: list) -> None:
                           "not reach")
 
 
-class Checker:
+class Checker(_Process):
     """The race check (npusim/race_order.py) of a launch whose timing run has no numerics, in a
     child process; the timing run leaves the race detector out."""
 
     def __init__(self, specs: list):
-        self._status, status_w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            os.close(self._status)
-            try:
-                verdict = "interrupted"
-                try:
-                    verdict = race_order.check(specs)
-                finally:
-                    os.write(status_w, verdict.encode())
-            finally:
-                os._exit(0)
-        os.close(status_w)
+        self._fork(lambda status_w: _check(specs, status_w))
 
     def finish(self) -> bool:
         """True when the launch is race-free; False: run it again with the detector."""
-        with os.fdopen(self._status, "rb") as inp:
-            verdict = inp.read()
-        self._status = None
-        os.waitpid(self.pid, 0)
-        return verdict == b"ok"
+        return self._wait() == b"ok"
 
-    def abort(self) -> None:
-        if self._status is not None:
-            os.close(self._status)
-            self._status = None
+
+def _check(specs: list, status_w: int) -> None:
+    """The checking child's whole life: its verdict back to the parent, then exit."""
+    try:
+        verdict = "interrupted"
         try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+            verdict = race_order.check(specs)
+        finally:
+            os.write(status_w, verdict.encode())
+    finally:
+        os._exit(0)

@@ -166,42 +166,49 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
     if child is None:
         gm.load_inputs(inputs)
     checker = start_checker(specs) if sanitize and not numerics else None
-    while True:
-        tracer = Tracer() if trace else None
-        engine = TimedEngine(chip, specs, gm, numerics=numerics and child is None,
-                             tracer=tracer, jitter=jitter, sanitize=sanitize and not (
-                                 checker or (child and child.checks_races)))
-        if child is not None:
-            engine.atomic_ids = child.atomic_ids
-        cycles = _run_beside(engine, child, checker)
-        if cycles is not None and (child is None or child.finish(engine.atomic_log)) and (
-                checker is None or checker.finish()):
-            break
-        if child is not None:
-            gm.load_inputs(inputs)
-        child = checker = None
-        engine.release()
-        for spec in specs:                 # the pass beside may have used them
-            for buf in spec.buffers.values():
-                buf.data[:] = 0
+    try:
+        while True:
+            tracer = Tracer() if trace else None
+            engine = TimedEngine(chip, specs, gm, numerics=numerics and child is None,
+                                 tracer=tracer, jitter=jitter, sanitize=sanitize and not (
+                                     checker or (child and child.checks_races)))
+            if child is not None:
+                engine.atomic_ids = child.atomic_ids
+            cycles = _engine_run(engine, child is not None or checker is not None)
+            if cycles is not None and (child is None or child.finish(engine.atomic_log)) and (
+                    checker is None or checker.finish()):
+                break
+            _abort(child, checker)
+            if child is not None:
+                gm.load_inputs(inputs)
+            child = checker = None
+            engine.release()
+            for spec in specs:                 # the pass beside may have used them
+                for buf in spec.buffers.values():
+                    buf.data[:] = 0
+    except BaseException:
+        _abort(child, checker)
+        raise
     if tracer is not None:
         tracer.pack()
     return engine, tracer, cycles
 
 
-def _run_beside(engine, child, checker) -> float | None:
+def _engine_run(engine, beside: bool) -> float | None:
     """``engine.run()``; None when it raised with work beside it (the caller runs the launch
-    again with everything in the run, which raises what it should, in order). No process
-    outlives an error."""
+    again with everything in the run, which raises what it should, in order)."""
     try:
         return engine.run()
-    except BaseException as exc:
-        for proc in (child, checker):
-            if proc is not None:
-                proc.abort()
-        if isinstance(exc, Exception) and (child or checker):
+    except Exception:
+        if beside:
             return None
         raise
+
+
+def _abort(*procs) -> None:
+    for proc in procs:
+        if proc is not None:
+            proc.abort()
 
 
 def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,

@@ -165,3 +165,15 @@ def test_detector_off_outputs_as_with_numerics_in_the_run(forks, monkeypatch, ra
     ref, _ = in_run(monkeypatch, lambda: run_copy(kernel=kernel, tiles=8, sanitize=False))
     assert got.outputs["z"].tobytes() == ref.outputs["z"].tobytes()
     assert got.cycles == ref.cycles
+
+
+def test_a_host_that_cannot_fork_keeps_the_work(forks, monkeypatch):
+    def no_memory():
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(beside.os, "fork", no_memory)
+    fds = len(os.listdir("/proc/self/fd"))
+    r, x0 = run_copy(block_dim=4, tiles=8)
+    assert forks == [None]
+    assert np.array_equal(r.outputs["z"], x0)
+    assert len(os.listdir("/proc/self/fd")) == fds
