@@ -68,9 +68,10 @@ def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
         raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: a {core_type} kernel can "
                           f"use 1 to {limit} cores")
     if not chip.separated:
-        return [_spec(chip, f"core{i}", "core", i, block_dim) for i in range(block_dim)]
+        return _place([_spec(chip, f"core{i}", "core", i, block_dim) for i in range(block_dim)])
     if core_type != "mix":
-        return [_spec(chip, f"{core_type}{i}", core_type, i, block_dim) for i in range(block_dim)]
+        return _place([_spec(chip, f"{core_type}{i}", core_type, i, block_dim)
+                       for i in range(block_dim)])
     specs = []
     for i in range(block_dim):
         aic = _spec(chip, f"aic{i}", "aic", i, block_dim)
@@ -81,13 +82,28 @@ def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
         for aiv in aivs:
             aiv.peers = [base]
         specs += [aic, *aivs]
-    return specs
+    return _place(specs)
 
 
 def _spec(chip, label, kind, idx, num, sub=0) -> CoreSpec:
-    buffers = {name: Buffer(name, label, getattr(chip, SIZE_KEYS[name]))
+    buffers = {name: Buffer(name, label, getattr(chip, SIZE_KEYS[name]), _UNPLACED)
                for name in BUFFERS[kind] if getattr(chip, SIZE_KEYS[name]) > 0}
     return CoreSpec(label, kind, idx, num, sub, pipes=PIPES[kind], buffers=buffers)
+
+
+_UNPLACED = np.zeros(0, np.uint8)
+
+
+def _place(specs: list[CoreSpec]) -> list[CoreSpec]:
+    """Every on-chip buffer of the launch a slice of one zeroed array (one allocation instead
+    of a few hundred; untouched pages still cost no RAM)."""
+    buffers = [buf for spec in specs for buf in spec.buffers.values()]
+    area = np.zeros(sum(buf.size for buf in buffers), np.uint8)
+    start = 0
+    for buf in buffers:
+        buf.data = area[start:start + buf.size]
+        start += buf.size
+    return specs
 
 
 def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> None:

@@ -36,9 +36,9 @@ class Buffer:
 
     __slots__ = ("name", "core", "size", "data")
 
-    def __init__(self, name: str, core: str, size: int):
+    def __init__(self, name: str, core: str, size: int, data: np.ndarray | None = None):
         self.name, self.core, self.size = name, core, size
-        self.data = np.zeros(size, np.uint8)
+        self.data = np.zeros(size, np.uint8) if data is None else data
 
     def __repr__(self):
         return f"{self.core}.{self.name}"
