@@ -16,6 +16,7 @@ reach each other through cross-core flags.
 
 import gc
 import math
+import mmap
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,15 +96,29 @@ _UNPLACED = np.zeros(0, np.uint8)
 
 
 def _place(specs: list[CoreSpec]) -> list[CoreSpec]:
-    """Every on-chip buffer of the launch a slice of one zeroed array (one allocation instead
-    of a few hundred; untouched pages still cost no RAM)."""
+    """Every on-chip buffer of the launch a slice of one zeroed area (one allocation instead of
+    a few hundred, each an mmap here). The area is an anonymous mapping rather than numpy's:
+    numpy asks for huge pages on arrays of 4 MB and more, and a 2 MB page is held whole once
+    any byte of it is written (a core touches only part of its buffers)."""
     buffers = [buf for spec in specs for buf in spec.buffers.values()]
-    area = np.zeros(sum(buf.size for buf in buffers), np.uint8)
+    area = _zeroed_area(sum(buf.size for buf in buffers))
     start = 0
     for buf in buffers:
         buf.data = area[start:start + buf.size]
         start += buf.size
     return specs
+
+
+def _zeroed_area(nbytes: int) -> np.ndarray:
+    """Private anonymous memory (a forked process gets its own copy), or np.zeros."""
+    flags = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
+    if None in flags:
+        return np.zeros(nbytes, np.uint8)
+    try:
+        area = mmap.mmap(-1, max(nbytes, 1), flags=flags[0] | flags[1])
+    except (OSError, ValueError):
+        return np.zeros(nbytes, np.uint8)
+    return np.frombuffer(area, np.uint8)[:nbytes]
 
 
 def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> None:
