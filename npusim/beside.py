@@ -60,13 +60,35 @@ def start(specs: list, gm, sanitize: bool) -> "Beside | None":
         return None
     if not sanitize and not race_order.decidable(specs):
         return None
-    atomics = gm_safe_atomics(specs)
+    if any(getattr(t, "checks_data", False) for s in specs for t in set(map(type, s.stream))):
+        return None
+    independent = _independent(specs)     # the child checks GM then (it seldom refuses)
+    atomics = atomic_adds(specs) if independent else gm_safe_atomics(specs)
     if atomics is None:
         return None
     try:
-        return Beside(specs, atomics, gm)
+        return Beside(specs, atomics, gm, independent)
     except _NoFork:
         return None
+
+
+def _independent(specs: list) -> bool:
+    """No core synchronises with another (no cross-core peers, no SyncAll)."""
+    return not any(s.peers or any(t.kind == "syncall" for t in set(map(type, s.stream)))
+                   for s in specs)
+
+
+def atomic_adds(specs: list) -> dict:
+    """The launch's atomic-add instructions by id."""
+    found = {}
+    for spec in specs:
+        kinds = {t for t in set(map(type, spec.stream))
+                 if "atomic" in getattr(t, "__dataclass_fields__", ())}
+        if kinds:
+            for inst in dict(zip(map(id, spec.stream), spec.stream, strict=True)).values():
+                if type(inst) in kinds and inst.atomic:
+                    found[id(inst)] = inst
+    return found
 
 
 def start_checker(specs: list) -> "Checker | None":
@@ -231,13 +253,13 @@ class Beside(_Process):
     left. Otherwise the child runs them all in the functional run's order. The atomic adds of
     both wait for ``finish``, which applies them in the timed run's order."""
 
-    def __init__(self, specs: list, atomics: dict, gm):
+    def __init__(self, specs: list, atomics: dict, gm, independent: bool):
         self.specs, self.atomics, self.gm = specs, atomics, gm
         self.checks_races = race_order.decidable(specs)   # else the timing run's detector does
+        self.checks_gm = independent          # else the caller checked GM (gm_safe_atomics)
         self.atomic_ids = set(atomics)
         self._work = self._work_w = None
-        if not any(s.peers or any(t.kind == "syncall" for t in set(map(type, s.stream)))
-                   for s in specs):
+        if independent:
             self._work, self._work_w = os.pipe()
         try:
             self._fork(lambda status_w: _child(self, status_w))
@@ -301,7 +323,11 @@ def _child(beside: Beside, status_w: int) -> None:
         verdict, failed = "interrupted", None
         try:
             beside.gm.load_inputs()           # the parent's timing run does not read them
-            verdict = race_order.check(beside.specs) if beside.checks_races else "ok"
+            verdict = "ok"
+            if beside.checks_gm and gm_safe_atomics(beside.specs) is None:
+                verdict = "gm"
+            elif beside.checks_races:
+                verdict = race_order.check(beside.specs)
             if verdict == "ok":
                 if beside._work_w is not None:   # now the parent may take cores too
                     os.write(beside._work_w, b"".join(

@@ -10,7 +10,18 @@ import npusim.beside as beside
 import npusim.launch as launch_module
 from kernels import CopyKernel, MissingDequeWait, RotateKernel, run_copy
 from npusim import ops
-from npusim.dsl import HardEvent, Kernel, TBuf, TPosition, get_block_idx, set_flag, wait_flag
+from npusim.dsl import (
+    HardEvent,
+    Kernel,
+    Pipe,
+    TBuf,
+    TPosition,
+    TQue,
+    data_copy,
+    get_block_idx,
+    set_flag,
+    wait_flag,
+)
 from npusim.dsl import vector as vec
 from npusim.errors import HazardError
 from npusim.launch import launch
@@ -177,3 +188,66 @@ def test_a_host_that_cannot_fork_keeps_the_work(forks, monkeypatch):
     assert forks == [None]
     assert np.array_equal(r.outputs["z"], x0)
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+class RoundTrip(Kernel):
+    """Each core copies its slice of x to a GM workspace and reads it back into z: GM both
+    written and read in one launch of independent cores (the child refuses it). A long stint
+    of the V pipe holds the write back, so an unsynced read-back comes first in time."""
+
+    def init(self, x, ws, z, per_core, synced=True):
+        i = get_block_idx()
+        self.x, self.ws, self.z = x[i * per_core], ws[i * per_core], z[i * per_core]
+        self.n, self.synced = per_core, synced
+        self.que = TQue(TPosition.VECIN, 2, consumer=Pipe.MTE3)   # no slot reuse to wait on
+        self.pipe.init_buffer(self.que, 2, per_core * x.dtype.itemsize)
+        self.calc = TBuf(TPosition.VECCALC, name="stint")
+        self.pipe.init_buffer(self.calc, per_core * x.dtype.itemsize)
+
+    def process(self):
+        t = self.que.alloc_tensor(self.x.dtype)
+        data_copy(t, self.x, self.n)
+        self.que.enque(t)
+        t = self.que.deque()
+        set_flag(HardEvent.MTE2_V)             # the stint starts once x is in
+        wait_flag(HardEvent.MTE2_V)
+        for _ in range(100):
+            vec.duplicate(self.calc.get(self.x.dtype), 0.0, self.n)
+        set_flag(HardEvent.V_MTE3)
+        wait_flag(HardEvent.V_MTE3)
+        data_copy(self.ws, t, self.n)
+        self.que.free_tensor(t)
+        if self.synced:
+            set_flag(HardEvent.MTE3_MTE2)
+            wait_flag(HardEvent.MTE3_MTE2)
+        t = self.que.alloc_tensor(self.x.dtype)
+        data_copy(t, self.ws, self.n)
+        self.que.enque(t)
+        t = self.que.deque()
+        data_copy(self.z, t, self.n)
+        self.que.free_tensor(t)
+
+
+@pytest.mark.parametrize("synced", [True, False])
+def test_gm_read_back_found_beside_runs_the_launch_again(forks, monkeypatch, synced):
+    """GM written and read back in one launch: the child refuses it, and the launch runs
+    again with numerics in the run. Unsynced, the read-back races on GM (which the race
+    detector does not follow): the timed run reads the workspace before it is written,
+    program order after, so only the refusal gives the timed run's outputs."""
+    n, per = 4, 512
+
+    def run():
+        x0 = (np.arange(n * per) % 251 + 1).astype(np.float16)
+        gm = GlobalMemory()
+        x, ws, z = (gm.tensor(k, np.float16, n * per, x0 if k == "x" else None)
+                    for k in ("x", "ws", "z"))
+        r = launch(RoundTrip, chip="atlas-a2", block_dim=n, gm=gm,
+                   args=dict(x=x, ws=ws, z=z, per_core=per, synced=synced),
+                   outputs={"z": (z, (n * per,))})
+        return r, x0
+
+    (got, x0), (ref, _) = run(), in_run(monkeypatch, run)
+    assert forks and forks[0] is not None and forks[0].checks_gm
+    assert got.outputs["z"].tobytes() == ref.outputs["z"].tobytes()
+    assert got.cycles == ref.cycles
+    assert np.array_equal(got.outputs["z"], x0) == synced   # unsynced: read before written
