@@ -30,10 +30,10 @@ def pipe_process(engine, pipe):
         if kind == "mark":
             _pop_mark(engine, pipe, inst, t_issue)
             continue
-        if pipe.scalar_parked:
-            _scalar_unpark(engine, pipe)
-        ready = t_issue if t_issue > pipe.not_before else pipe.not_before
         now = env.now
+        if pipe.scalar_parked:
+            _scalar_unpark(engine, pipe, now)
+        ready = t_issue if t_issue > pipe.not_before else pipe.not_before
         if kind == "exec" and local and not inst.touches_gm:
             # Nothing shared is reserved at the start: one timeout to the end (see docstring).
             start = ready if ready > now else now
@@ -274,11 +274,11 @@ def _issue_run(engine, core):
     return stop
 
 
-def _scalar_unpark(engine, pipe) -> None:
+def _scalar_unpark(engine, pipe, now: float) -> None:
     """``pipe`` just freed a queue entry the parked scalar waits for: issue the waiting
-    instruction at the later of its issue time and now, and go on issuing; wake the scalar's
-    process only when the run stops at something other than a full queue."""
-    core, now = pipe.core, engine.env.now
+    instruction at the later of its issue time and ``now``, and go on issuing; wake the
+    scalar's process only when the run stops at something other than a full queue."""
+    core = pipe.core
     pipe.scalar_parked = False
     t = core.issue_t + engine.chip.issue_cycles
     if now > t:

@@ -102,7 +102,7 @@ def issue_keyed(cls, tensors: tuple, values: tuple, build):
     if vkey is None:
         return issue(build())
     try:
-        key = (cls, vkey, *[tensor_key(t) for t in tensors])
+        key = (cls, vkey, *map(tensor_key, tensors))
     except AttributeError:       # not a tensor: the instruction's own check names it
         return issue(build())
     return issue_same(key, build)
