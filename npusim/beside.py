@@ -58,24 +58,18 @@ def start(specs: list, gm, sanitize: bool) -> "Beside | None":
     with numerics in the run, and one the check cannot decide stays there."""
     if not (gm.shared and worth_forking(specs)):
         return None
-    if not sanitize and not race_order.decidable(specs):
+    types = race_order.stream_types(specs)
+    decidable = race_order.decidable(specs, types)
+    if (not sanitize and not decidable) or any(getattr(t, "checks_data", False) for t in types):
         return None
-    if any(getattr(t, "checks_data", False) for s in specs for t in set(map(type, s.stream))):
-        return None
-    independent = _independent(specs)     # the child checks GM then (it seldom refuses)
-    atomics = atomic_adds(specs) if independent else gm_safe_atomics(specs)
-    if atomics is None:
+    # no core synchronises with another: the child checks GM (it seldom refuses)
+    independent = not (any(s.peers for s in specs) or any(t.kind == "syncall" for t in types))
+    if not independent and not gm_safe(specs):
         return None
     try:
-        return Beside(specs, atomics, gm, independent)
+        return Beside(specs, atomic_adds(specs), gm, independent, decidable)
     except _NoFork:
         return None
-
-
-def _independent(specs: list) -> bool:
-    """No core synchronises with another (no cross-core peers, no SyncAll)."""
-    return not any(s.peers or any(t.kind == "syncall" for t in set(map(type, s.stream)))
-                   for s in specs)
 
 
 def atomic_adds(specs: list) -> dict:
@@ -110,40 +104,31 @@ def worth_forking(specs: list) -> bool:
             and sum(len(s.stream) for s in specs) >= MIN_INSTRUCTIONS)
 
 
-def gm_safe_atomics(specs: list) -> dict | None:
-    """The launch's atomic-add instructions by id when its GM accesses satisfy rule 2 of
-    the module docstring; None when they do not, or when an instruction checks data."""
+def gm_safe(specs: list) -> bool:
+    """Whether the launch's GM accesses satisfy rule 2 of the module docstring."""
     ranges = {"read": [], "write": [], "atomic": []}    # (lo, hi, group) arrays
-    atomic_ids, groups = {}, {}
+    groups: dict = {}
     for core, spec in enumerate(specs):
-        types = set(map(type, spec.stream))
-        if any(getattr(t, "checks_data", False) for t in types):
-            return None
-        movers = {t for t in types if (t.kind == "exec" and t.touches_gm)
+        movers = {t for t in set(map(type, spec.stream)) if (t.kind == "exec" and t.touches_gm)
                   or t.kind in ("scalar_read", "scalar_write")}
         unique = dict(zip(map(id, spec.stream), spec.stream, strict=True)).values()
         for inst in unique if movers else ():    # a re-issued object has the same ranges
             if type(inst) in movers:
-                group = groups.setdefault((core, inst.pipe), len(groups))
-                what = _gm_ranges(inst, ranges, group)
-                if what == "atomic":
-                    atomic_ids[id(inst)] = inst
+                _gm_ranges(inst, ranges, groups.setdefault((core, inst.pipe), len(groups)))
     reads, writes, atomics = (_stack(ranges[k]) for k in ("read", "write", "atomic"))
-    if (_overlap(writes, reads) or _overlap(atomics, np.concatenate([reads, writes]))
-            or _shared(writes)):
-        return None
-    return atomic_ids
+    return not (_overlap(writes, reads) or _overlap(atomics, np.concatenate([reads, writes]))
+                or _shared(writes))
 
 
-def _gm_ranges(inst, ranges: dict, group: int) -> str:
+def _gm_ranges(inst, ranges: dict, group: int) -> None:
     """Add the GM bytes ``inst`` reads or writes to ``ranges`` ((lo, hi, group) tuples, or
     arrays of a strided move's blocks), block by block for a move (its GM-side geometry),
-    whole spans for a scalar access; which kind it was."""
+    whole spans for a scalar access."""
     if inst.kind != "exec":
         for what, spans in (("read", inst.reads()), ("write", inst.writes())):
             ranges[what] += [(lo, hi, group) for store, lo, hi in spans
                              if type(store) is GlobalMemory]
-        return "scalar"
+        return
     what = ("atomic" if getattr(inst, "atomic", False) else "write") if inst.gm_write else "read"
     out = ranges[what]
     for addr, count, length, stride in inst.gm_blocks():
@@ -154,7 +139,6 @@ def _gm_ranges(inst, ranges: dict, group: int) -> str:
         else:
             lo = addr + stride * np.arange(count, dtype=np.int64)
             out.append(np.stack([lo, lo + length, np.full(count, group, np.int64)], axis=1))
-    return what
 
 
 def _stack(parts: list) -> np.ndarray:
@@ -253,10 +237,10 @@ class Beside(_Process):
     left. Otherwise the child runs them all in the functional run's order. The atomic adds of
     both wait for ``finish``, which applies them in the timed run's order."""
 
-    def __init__(self, specs: list, atomics: dict, gm, independent: bool):
+    def __init__(self, specs: list, atomics: dict, gm, independent: bool, decidable: bool):
         self.specs, self.atomics, self.gm = specs, atomics, gm
-        self.checks_races = race_order.decidable(specs)   # else the timing run's detector does
-        self.checks_gm = independent          # else the caller checked GM (gm_safe_atomics)
+        self.checks_races = decidable         # else the timing run's detector does
+        self.checks_gm = independent          # else the caller checked GM (gm_safe)
         self.atomic_ids = set(atomics)
         self._work = self._work_w = None
         if independent:
@@ -277,11 +261,7 @@ class Beside(_Process):
         numerics pass failed (nothing added atomically yet: run the launch again with numerics
         in the timing run)."""
         stash: dict = {}
-        try:
-            failed = self.take_cores(stash)
-        except BaseException:
-            self.abort()
-            raise
+        failed = self.take_cores(stash)       # on an error the caller aborts the child
         data = self._wait()
         verdict, child_failed, child_stash = (pickle.loads(data) if data
                                               else ("no report", None, {}))
@@ -324,7 +304,7 @@ def _child(beside: Beside, status_w: int) -> None:
         try:
             beside.gm.load_inputs()           # the parent's timing run does not read them
             verdict = "ok"
-            if beside.checks_gm and gm_safe_atomics(beside.specs) is None:
+            if beside.checks_gm and not gm_safe(beside.specs):
                 verdict = "gm"
             elif beside.checks_races:
                 verdict = race_order.check(beside.specs)

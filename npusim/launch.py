@@ -16,7 +16,6 @@ reach each other through cross-core flags.
 
 import gc
 import math
-import mmap
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from npusim.dsl.context import CoreContext, recording
 from npusim.engine import TimedEngine
 from npusim.errors import NpusimError, NumericsRequiredError, TilingError
 from npusim.functional import run_functional
-from npusim.memory import Buffer
+from npusim.memory import Buffer, anonymous_zeros
 from npusim.result import Result, collect_stats
 from npusim.trace import Tracer
 
@@ -96,12 +95,11 @@ _UNPLACED = np.zeros(0, np.uint8)
 
 
 def _place(specs: list[CoreSpec]) -> list[CoreSpec]:
-    """Every on-chip buffer of the launch a slice of one zeroed area (one allocation instead of
-    a few hundred, each an mmap here). The area is an anonymous mapping rather than numpy's:
-    numpy asks for huge pages on arrays of 4 MB and more, and a 2 MB page is held whole once
-    any byte of it is written (a core touches only part of its buffers)."""
+    """Every on-chip buffer of the launch a slice of one zeroed private area (one allocation
+    instead of a few hundred, each an mmap here; not numpy's, whose huge pages a core that
+    touches part of its buffers would hold whole: ``anonymous_zeros``)."""
     buffers = [buf for spec in specs for buf in spec.buffers.values()]
-    area = _zeroed_area(sum(buf.size for buf in buffers))
+    area = anonymous_zeros(sum(buf.size for buf in buffers), shared=False)
     start = 0
     for buf in buffers:
         buf.data = area[start:start + buf.size]
@@ -109,16 +107,10 @@ def _place(specs: list[CoreSpec]) -> list[CoreSpec]:
     return specs
 
 
-def _zeroed_area(nbytes: int) -> np.ndarray:
-    """Private anonymous memory (a forked process gets its own copy), or np.zeros."""
-    flags = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
-    if None in flags:
-        return np.zeros(nbytes, np.uint8)
-    try:
-        area = mmap.mmap(-1, max(nbytes, 1), flags=flags[0] | flags[1])
-    except (OSError, ValueError):
-        return np.zeros(nbytes, np.uint8)
-    return np.frombuffer(area, np.uint8)[:nbytes]
+def _zero_buffers(specs: list[CoreSpec]) -> None:
+    for spec in specs:
+        for buf in spec.buffers.values():
+            buf.data[:] = 0
 
 
 def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> None:
@@ -214,9 +206,7 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
                 gm.load_inputs(inputs)
             child = checker = None
             engine.release()
-            for spec in specs:                 # the pass beside may have used them
-                for buf in spec.buffers.values():
-                    buf.data[:] = 0
+            _zero_buffers(specs)               # the pass beside may have used them
     except BaseException:
         _abort(child, checker)
         raise
@@ -269,9 +259,7 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     if mode == "timed":
         if snapshot is not None:
             np.copyto(gm.data, snapshot)
-            for spec in specs:
-                for buf in spec.buffers.values():
-                    buf.data[:] = 0
+            _zero_buffers(specs)
         engine, tracer, cycles = _run_timed(chip, specs, gm, numerics=numerics, trace=trace,
                                             sanitize=sanitize, jitter=jitter,
                                             beside=numerics and not eager)

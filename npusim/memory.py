@@ -99,11 +99,12 @@ class GlobalMemory:
             grown = None
             if len(self._reserve) == 0:
                 try:
-                    grown = _shared_zeros(max(self.size, limit))
+                    grown = anonymous_zeros(max(self.size, limit), shared=True)
                 except MemoryError:
                     grown = None
             if grown is None:
-                grown = _shared_zeros(max(self.size, min(2 * len(self._reserve), limit)))
+                grown = anonymous_zeros(max(self.size, min(2 * len(self._reserve), limit)),
+                                        shared=True)
             grown[:len(self.data)] = self.data
             self._reserve = grown
         self.data = self._reserve[:self.size]
@@ -160,14 +161,18 @@ class GlobalMemory:
                 return
 
 
-def _shared_zeros(nbytes: int) -> np.ndarray:
-    """A zeroed byte array in shared anonymous memory (untouched pages cost no RAM), or a
-    private ``np.zeros`` where the host has no such mapping."""
-    flags = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
-    if not hasattr(mmap, "MAP_ANONYMOUS") or nbytes == 0:
+def anonymous_zeros(nbytes: int, shared: bool) -> np.ndarray:
+    """A zeroed byte array in anonymous memory, ``shared`` with forked processes (GM:
+    npusim/beside.py) or private; ``np.zeros`` where the host has no such mapping. Untouched
+    pages cost no RAM, and none is a huge page (numpy asks for them on arrays of 4 MB and
+    more, and a 2 MB page is held whole once any byte of it is written). MemoryError when the
+    host refuses the mapping."""
+    share = getattr(mmap, "MAP_SHARED" if shared else "MAP_PRIVATE", None)
+    anonymous = getattr(mmap, "MAP_ANONYMOUS", None)
+    if share is None or anonymous is None or nbytes == 0:
         return np.zeros(nbytes, np.uint8)
     try:
-        return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), np.uint8)
+        return np.frombuffer(mmap.mmap(-1, nbytes, flags=share | anonymous), np.uint8)
     except (OSError, ValueError, OverflowError) as exc:
         raise MemoryError(f"cannot reserve {nbytes:,} bytes") from exc
 

@@ -30,11 +30,16 @@ class _Unordered(Exception):
     """The stream's order is not one the detector can take."""
 
 
-def decidable(specs: list) -> bool:
+def stream_types(specs: list) -> set:
+    """The instruction classes of the launch's streams (kinds and flags are class-level)."""
+    return set().union(*(map(type, s.stream) for s in specs))
+
+
+def decidable(specs: list, types: set | None = None) -> bool:
     """Whether ``check`` can decide the launch: no cross-core peers, flags or SyncAll (a wait
-    before its set it finds only as it goes)."""
-    return not any(s.peers or any(t.kind in _UNORDERED for t in set(map(type, s.stream)))
-                   for s in specs)
+    before its set it finds only as it goes). ``types``: ``stream_types(specs)``, if known."""
+    types = stream_types(specs) if types is None else types
+    return not (any(s.peers for s in specs) or any(t.kind in _UNORDERED for t in types))
 
 
 def check(specs: list) -> str:
