@@ -5,7 +5,7 @@ GM moves (``GmMove`` subclasses) are described as ``block_count`` blocks of ``bl
 charged only when the pipe was idle) plus the bytes charged over the core's rate for the path.
 Bytes are charged in whole bursts: each block is rounded out to ``gm_burst_bytes`` boundaries,
 so small and unaligned moves cost what they cost on the chip (HWC-2201). The engine adds the
-shared HBM/L2 bandwidth on top (see ``npusim/bandwidth.py``).
+shared HBM/L2 bandwidth on top (see ``npusim/engine/bandwidth.py``).
 
 Modelled: DataCopy (contiguous and with DataCopyParams strides), DataCopyPad (byte-exact lengths
 with 32-byte padding on the local side), atomic-add writes to GM, UB->UB, L1->UB and UB->L1.

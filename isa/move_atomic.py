@@ -8,8 +8,8 @@ Cost: on MTE3, the GM latency plus the charged bytes (whole bursts, as every GM 
 ``ub_to_gm_atomic_bytes_per_cycle`` of the chip model, an assumed figure (an atomic add is a
 read-modify-write at L2; no published rate). The shared HBM/L2 servers see the written bytes
 only: the L2 read half of the read-modify-write is not charged against shared bandwidth.
-Atomic adds into the same GM range serialise (``npusim/atomic_lines.py``): a second core adding
-into a row another core is adding into waits for it.
+Atomic adds into the same GM range serialise (``npusim/engine/atomic_lines.py``): a second core
+adding into a row another core is adding into waits for it.
 """
 
 from dataclasses import dataclass

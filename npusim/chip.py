@@ -23,7 +23,15 @@ from importlib import resources
 from pathlib import Path
 
 from npusim.errors import ChipModelError, NpusimError
-from npusim.memory import host_memory_bytes
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this host: what the simulator's byte arrays can use at most."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
 
 # section -> key -> type. Numbers are positive unless listed in NON_NEGATIVE.
 SCHEMA: dict[str, dict[str, type]] = {

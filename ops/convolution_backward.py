@@ -34,6 +34,7 @@ when N or C is 0.
 import numpy as np
 
 from npusim.dtypes import name_of
+from npusim.engine.sequence import OpRun
 from npusim.ops.common import ceil_div, resolve_chip, round_up
 from npusim.ops.contiguous import to_gm
 from npusim.ops.conv_args import check_convolution_backward
@@ -50,7 +51,6 @@ from npusim.ops.transdata import (
     plan_weight_dx,
     run_transdata,
 )
-from npusim.sequence import OpRun
 
 
 def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padding,  # noqa: A002

@@ -22,9 +22,9 @@ CrossEntropyLossGrad. No MemSet: no output or workspace is added into atomically
 
 import numpy as np
 
+from npusim.engine.sequence import OpRun
 from npusim.ops.common import resolve_chip, round_up
 from npusim.ops.contiguous import to_gm
-from npusim.sequence import OpRun
 
 from .ce_args import OP, check_cross_entropy_loss_grad
 from .ce_kernel import CrossEntropyLossGradKernel

@@ -33,6 +33,7 @@ and InitOutput), so a correlator adds those two rows to it.
 
 import numpy as np
 
+from npusim.engine.sequence import OpRun
 from npusim.errors import NumericsRequiredError, TilingError
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.contiguous import to_gm
@@ -45,7 +46,6 @@ from npusim.ops.embedding_v1 import V1Kernel, V1ScaleKernel
 from npusim.ops.embedding_v2 import DeterministicKernel, SortedKernel
 from npusim.ops.sort_indices import SortIndicesKernel
 from npusim.ops.sort_merge import launch_sort
-from npusim.sequence import OpRun
 
 SYSTEM_WORKSPACE_BYTES = 16 << 20   # the 16 MB system workspace of the V2 tiling
 V2_KERNELS = {"sorted": SortedKernel, "deterministic": DeterministicKernel}

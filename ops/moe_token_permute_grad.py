@@ -20,13 +20,14 @@ system workspace aclnn reserves (reported as 0 bytes), paddedMode=true (the seed
 import numpy as np
 
 from npusim.dtypes import name_of
+from npusim.engine.launch import MODES
+from npusim.engine.sequence import OpRun
 from npusim.errors import (
     ACLNN_ERR_PARAM_INVALID,
     NpusimError,
     NumericsRequiredError,
     ParamError,
 )
-from npusim.launch import MODES
 from npusim.ops.common import (
     PRODUCT_NAMES,
     as_array,
@@ -43,7 +44,6 @@ from npusim.ops.moe_permute_grad_tiling import (
     Problem,
     moe_token_permute_grad_tiling,
 )
-from npusim.sequence import OpRun
 
 __all__ = ["OP", "MoeTokenPermuteGradTiling", "check_moe_token_permute_grad",
            "moe_token_permute_grad", "moe_token_permute_grad_tiling"]

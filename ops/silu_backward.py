@@ -26,6 +26,7 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.dtypes import name_of
+from npusim.engine.sequence import OpRun
 from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError, TilingError
 from npusim.ops.common import (
     PRODUCT_NAMES,
@@ -39,7 +40,6 @@ from npusim.ops.common import (
     resolve_chip,
 )
 from npusim.ops.contiguous import to_gm
-from npusim.sequence import OpRun
 
 OP = "aclnnSiluBackward"
 DTYPES = {"atlas-training": ("float16", "float32"),

@@ -1,4 +1,4 @@
-"""Regenerate the README's figures with npusim: ``python plots/make_plots.py``.
+"""Regenerate the figures of the README and docs/ with npusim: ``python plots/make_plots.py``.
 
 - ``silu_double_buffering.png`` / ``silu_single_buffering.png``: the pipes of one vector core
   running SiluBackward's tile loop, with and without double buffering;
@@ -17,9 +17,9 @@ the dashed roofline bound.
 import sys
 from pathlib import Path
 
-from npusim import charts, plot
 from npusim.cases import CASES
-from npusim.report import compare_runs, run_case
+from npusim.cases.run import compare_runs, run_case
+from npusim.face import charts, plot
 
 HERE = Path(__file__).resolve().parent
 CHIPS = ("atlas-training", "atlas-a2")

@@ -18,8 +18,8 @@ from npusim.dsl import (
     sync_all,
     wait_flag,
 )
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 
 
 class CopyKernel(Kernel):

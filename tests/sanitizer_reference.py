@@ -1,8 +1,8 @@
 """The race detector as it was before its clocks were cut to groups of peers (npusim 3bec58c):
-the reference that tests/test_sanitizer_equivalence.py holds ``npusim/sanitizer.py`` to.
+the reference that tests/test_sanitizer_equivalence.py holds ``npusim/engine/sanitizer.py`` to.
 
 Plainly: one clock entry per pipe of the chip, every instruction a new epoch, the history of a
-buffer per 64 KB page. Happens-before edges as in ``npusim/sanitizer.py``: program order,
+buffer per 64 KB page. Happens-before edges as in ``npusim/engine/sanitizer.py``: program order,
 set -> wait, cross-core flags, PipeBarrier(ALL), SyncAll and issue (the scalar's own UB writes
 excepted); an access covering an earlier entry ordered before it replaces that entry.
 """
@@ -11,8 +11,8 @@ from collections import deque
 
 import numpy as np
 
+from npusim.engine.memory import Buffer
 from npusim.errors import HazardError
-from npusim.memory import Buffer
 
 PAGE_SHIFT = 16   # the history is kept per 64 KB page: an access scans only its pages' entries
 

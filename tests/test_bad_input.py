@@ -10,11 +10,11 @@ import pytest
 import npusim
 from npusim import aclnn as acl
 from npusim import ops
-from npusim.cli import main
 from npusim.errors import ChipModelError, NpusimError, ParamError, TilingError
+from npusim.face.cli import main
 
 F16 = np.ones((4, 64), np.float16)
-HUGE = np.broadcast_to(np.zeros(1, np.float16), (npusim.memory.host_memory_bytes(),))
+HUGE = np.broadcast_to(np.zeros(1, np.float16), (npusim.chip.host_memory_bytes(),))
 
 SILU_API = {
     "gradOutput None": (lambda: ops.silu_backward(None, F16), ParamError, "161001"),

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from npusim import load_chip
-from npusim.bandwidth import GmBandwidth
 from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, data_copy
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
+from npusim.engine.bandwidth import GmBandwidth
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 
 SPAN, STRIDE, BLOCK, READS = 256 * 1024, 4096, 32, 64
 
@@ -70,7 +70,7 @@ def test_a_dense_read_after_a_strided_one_pays_only_for_the_gaps():
 def test_strided_shortcuts_match_the_general_paths():
     """Blocks a whole number of lines (bursts) apart take a strided view of the residency bits
     (a product for the bursts); misses, residency and FIFO order are the general path's."""
-    from npusim.bandwidth import L2Cache
+    from npusim.engine.bandwidth import L2Cache
     from npusim.isa.move import burst_bytes
 
     class General(L2Cache):

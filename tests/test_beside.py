@@ -1,13 +1,13 @@
-"""Numerics beside the timing run (npusim/beside.py): the same outputs and cycles as numerics in
-the run, atomic adds in simulated-time order, the launches it refuses, and its fallback."""
+"""Numerics beside the timing run (npusim/engine/beside.py): the same outputs and cycles as numerics
+in the run, atomic adds in simulated-time order, the launches it refuses, and its fallback."""
 
 import os
 
 import numpy as np
 import pytest
 
-import npusim.beside as beside
-import npusim.launch as launch_module
+import npusim.engine.beside as beside
+import npusim.engine.launch as launch_module
 from kernels import CopyKernel, MissingDequeWait, RotateKernel, run_copy
 from npusim import ops
 from npusim.dsl import (
@@ -23,9 +23,9 @@ from npusim.dsl import (
     wait_flag,
 )
 from npusim.dsl import vector as vec
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import HazardError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 from npusim.ops.embedding_v2 import atomic_add_out
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -174,7 +174,7 @@ def test_an_operator_whose_tensors_exceed_hbm_names_both_sizes(tmp_path):
 
 
 def test_an_input_larger_than_the_host_is_refused_before_allocating():
-    from npusim.memory import host_memory_bytes
+    from npusim.chip import host_memory_bytes
     n = host_memory_bytes() // 2 + 1
     huge = np.broadcast_to(np.zeros(1, np.float16), (n,))   # no memory until made contiguous
     with pytest.raises(npusim.OutOfMemoryError, match="host"):

@@ -26,9 +26,9 @@ from npusim.dsl import (
 from npusim.dsl import vector as vec
 from npusim.dsl.cube import FixpipeParams, MmadParams, fixpipe, mmad
 from npusim.dtypes import bfloat16
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import ChipModelError, NpusimError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 
 CHIP = "atlas-inference"
 

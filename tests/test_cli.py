@@ -10,7 +10,7 @@ SMALL = ["--shape", "16x1024"]
 
 
 def npusim(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "npusim.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "npusim", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd)
 
 
@@ -163,7 +163,7 @@ def test_unwritable_out_fails_before_running(command, tmp_path):
 
 
 def test_bench_against_an_earlier_run(tmp_path):
-    from npusim.bench import _standard
+    from npusim.face.bench import _standard
 
     names = [name for name, *_ in _standard(quick=True)]
     earlier = {"rows": [{"group": "standard", "case": n, "wall_s": 100.0} for n in names]}

@@ -7,8 +7,8 @@ import pytest
 
 from npusim import golden, ops
 from npusim.cases import CASES
+from npusim.cases.run import check_outputs
 from npusim.golden.atomic import AtomicSum
-from npusim.report import check_outputs
 
 CONV = dict(bias_sizes=(16,), stride=(1, 1), padding=(1, 1), dilation=(1, 1))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import npusim.sequence as seq
+import npusim.engine.sequence as seq
 from npusim import ops
 
 cb = importlib.import_module("npusim.ops.convolution_backward")

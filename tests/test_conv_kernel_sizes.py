@@ -262,7 +262,7 @@ def test_shape_that_cannot_run_says_so_in_terms_of_the_shape():
 
 def test_stem_through_the_command():
     """The issue's reproduction: ResNet-50's stem on atlas-a2 through ``npusim run``."""
-    out = subprocess.run([sys.executable, "-m", "npusim.cli", "run", "convolution_backward",
+    out = subprocess.run([sys.executable, "-m", "npusim", "run", "convolution_backward",
                           "--chip", "atlas-a2", "--shape", "2x3x8x8", "--param", "weight=5x7x7",
                           "--param", "padding=3", "--param", "stride=2", "--tiling",
                           "dw_k_parts=1"], capture_output=True, text=True,

@@ -14,8 +14,8 @@ import pytest
 from test_op_convolution_backward import check, make_case
 
 from npusim import ops
+from npusim.cases.run import metrics, run_case
 from npusim.errors import TilingError
-from npusim.report import metrics, run_case
 
 CHIPS = ("atlas-a2", "atlas-training")
 ONE = dict(dw_k_parts=1)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from npusim.cli import main
 from npusim.errors import NpusimError
+from npusim.face.cli import main
 from npusim.studies import correlate as corr
 
 EXAMPLE = Path(corr.__file__).with_name("examples") / "op_summary_published.csv"

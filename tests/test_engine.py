@@ -8,9 +8,9 @@ import pytest
 from kernels import HandOffKernel, MissingDequeWait, RotateKernel, WaitWithoutSet, run_copy
 from npusim import load_chip
 from npusim.dsl import Kernel, TPosition, TQue, set_flag
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import DeadlockError, HazardError, MemoryAccessError, NpusimError, TilingError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 from npusim.micro.stream import run_stream
 
 

@@ -7,10 +7,10 @@ import pytest
 import npusim
 from kernels import run_copy
 from npusim import ops
+from npusim.cases.run import SIZE_KEYS
 from npusim.micro.matmul import run_matmul
 from npusim.micro.stream import run_stream
 from npusim.micro.vector import run_vector
-from npusim.report import SIZE_KEYS
 from op_check import assert_bit_equal
 from trace_check import check_trace
 

@@ -1,4 +1,4 @@
-"""The fidelity rule (npusim.fidelity): a prediction closer to a peak than any published
+"""The fidelity rule (npusim.studies.fidelity): a prediction closer to a peak than any published
 measurement backs is flagged in npusim run's summary, the compare / demo tables and the predict
 report."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def test_fidelity_rule_backs_or_flags_a_prediction_near_a_peak():
-    from npusim.fidelity import check
+    from npusim.studies.fidelity import check
 
     assert check("atlas-a2", "compute", 0.80, 1 << 30) == ""          # below 85%
     backed = check("atlas-a2", "compute", 0.87, 1 << 30)               # 910B2 torch.mm: 89%
@@ -24,8 +24,9 @@ def test_a_run_at_the_hbm_roofline_carries_the_flag(tmp_path):
     """SiluGrad on an A2 model whose HBM is slowed 16x: the run sits at the HBM roofline, and
     the summary of npusim run, the compare / demo table and the predict notes flag it."""
     from npusim.cases import find_case
+    from npusim.cases.run import metrics, run_case
     from npusim.chip import load_chip
-    from npusim.report import compare_markdown, compare_text, metrics, run_case, summary_lines
+    from npusim.face.report import compare_markdown, compare_text, summary_lines
     from npusim.studies.predict_report import notes
 
     text = Path(load_chip("atlas-a2").path).read_text()

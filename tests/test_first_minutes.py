@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 import npusim
-from npusim.cli import main
+from npusim.face.cli import main
 
 
 def test_import_npusim_reaches_ops_aclnn_and_golden_lazily():

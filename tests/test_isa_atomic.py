@@ -6,10 +6,10 @@ import pytest
 import npusim
 from npusim.dsl import HardEvent, Kernel, TBuf, TPosition, get_block_idx, set_flag, wait_flag
 from npusim.dsl import vector as vec
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
 from npusim.isa.move_atomic import AtomicAddCopy
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 from npusim.ops.embedding_v2 import atomic_add_out
 
 
@@ -54,7 +54,7 @@ def test_cost_is_the_atomic_rate_from_the_model(chip_name):
     assert 0 < chip.ub_to_gm_atomic_bytes_per_cycle < chip.ub_to_gm_bytes_per_cycle
     gm = GlobalMemory()
     out = gm.tensor("out", "float32", 1024)
-    from npusim.memory import Buffer, LocalTensor
+    from npusim.engine.memory import Buffer, LocalTensor
 
     ub = LocalTensor(Buffer("UB", "aiv0", 8192), 0, np.float32, 1024, 8192, "row")
     inst = AtomicAddCopy(dst=out, src=ub, block_count=1, block_len=4096, src_stride=4096,

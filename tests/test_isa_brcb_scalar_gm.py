@@ -5,11 +5,11 @@ import pytest
 
 import npusim
 from npusim.dtypes import bfloat16
+from npusim.engine.memory import Buffer, GlobalMemory, LocalTensor
 from npusim.errors import MemoryAccessError, NpusimError
 from npusim.isa.scalar_gm import GmGetValue, ScalarGetValues, ScalarSetValues, ScalarSubValue
 from npusim.isa.vector import Mul, RepeatParams
 from npusim.isa.vector_brcb import Brcb
-from npusim.memory import Buffer, GlobalMemory, LocalTensor
 
 A2 = npusim.load_chip("atlas-a2")
 

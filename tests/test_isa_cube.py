@@ -34,12 +34,12 @@ from npusim.dsl.cube import (
     set_hf32_trans_mode,
 )
 from npusim.dtypes import bfloat16
+from npusim.engine.launch import PIPES
+from npusim.engine.memory import Buffer, GlobalMemory, LocalTensor
 from npusim.errors import MemoryAccessError, NpusimError
 from npusim.isa.cube import Mmad
 from npusim.isa.fixpipe import DataCopyNd2Nz, Fixpipe, FixpipeL1, L0cToUb
 from npusim.isa.load import LoadData2D, LoadData3D
-from npusim.launch import PIPES
-from npusim.memory import Buffer, GlobalMemory, LocalTensor
 
 A2 = npusim.load_chip("atlas-a2")
 TRAINING = npusim.load_chip("atlas-training")

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from npusim.engine.memory import Buffer, LocalTensor
 from npusim.errors import NpusimError
 from npusim.isa.load import InitConstValue
-from npusim.memory import Buffer, LocalTensor
 
 
 def l1_tensor(dtype="float16"):

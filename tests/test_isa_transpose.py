@@ -5,9 +5,9 @@ import pytest
 
 import npusim
 from npusim.dtypes import bfloat16
+from npusim.engine.memory import Buffer, LocalTensor
 from npusim.errors import MemoryAccessError, NpusimError
 from npusim.isa.vector_transpose import TransDataTo5HD
-from npusim.memory import Buffer, LocalTensor
 
 CHIPS = [npusim.load_chip(c) for c in ("atlas-a2", "atlas-training", "atlas-inference")]
 

@@ -20,6 +20,7 @@ import npusim
 from npusim.dsl import vector as dsl
 from npusim.dsl.context import CoreContext, recording
 from npusim.dtypes import bfloat16
+from npusim.engine.memory import Buffer, LocalTensor
 from npusim.errors import MemoryAccessError, NpusimError
 from npusim.isa.vector import (
     Abs,
@@ -51,7 +52,6 @@ from npusim.isa.vector_reduce import (
     ReduceSum,
     WholeReduceSum,
 )
-from npusim.memory import Buffer, LocalTensor
 
 CHIPS = ["atlas-a2", "atlas-training"]
 F16, F32, I16, I32 = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int16),

@@ -1,5 +1,5 @@
-"""Per-kernel fixed costs of an operator's sequence (npusim/kernel_costs.py), the MemSet kernel
-before atomic adds (ops/memset.py) and the kernel names as CANN names them (issue 16)."""
+"""Per-kernel fixed costs of an operator's sequence (npusim/engine/kernel_costs.py), the MemSet
+kernel before atomic adds (ops/memset.py) and the kernel names as CANN names them (issue 16)."""
 
 import importlib
 import json
@@ -153,8 +153,8 @@ def test_missing_memset_is_caught(monkeypatch):
 
 def test_memset_zeroes_its_target():
     """The MemSet kernel really writes zeros: dirty the workspace first, gradWeight is right."""
+    from npusim.engine.sequence import OpRun
     from npusim.ops.memset import launch_memset
-    from npusim.sequence import OpRun
 
     run = OpRun("atlas-a2")
     ws = run.gm.tensor("ws", np.float32, 1000, np.full(1000, 7.0, np.float32))

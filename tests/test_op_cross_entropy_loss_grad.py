@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 import npusim
 import npusim.aclnn as acl
 from npusim import golden, ops
-from npusim.cli import main as npusim_main
 from npusim.dtypes import bfloat16
 from npusim.errors import HazardError, MemoryAccessError, NpusimError, ParamError, TilingError
+from npusim.face.cli import main as npusim_main
 from npusim.ops import ce_kernel
 from npusim.ops.ce_tiling import (
     CrossEntropyLossGradTiling,
@@ -440,7 +440,7 @@ def test_command_bad_input_is_one_line_and_no_files(case, tmp_path, capsys):
 
 
 def test_command_refusal_from_a_subprocess_is_one_line(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "npusim.cli", "run", "cross_entropy_loss_grad",
+    out = subprocess.run([sys.executable, "-m", "npusim", "run", "cross_entropy_loss_grad",
                           "--shape", "64x256", "--chip", "atlas-training",
                           "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)

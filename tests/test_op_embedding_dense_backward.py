@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import npusim.aclnn as acl
 from npusim import golden, ops
-from npusim.cases import emb_indices
+from npusim.cases.embedding_dense_backward import emb_indices
 from npusim.dtypes import bfloat16
 from npusim.errors import (
     ACLNN_ERR_PARAM_INVALID,
@@ -343,7 +343,7 @@ BAD_CLI = {
 def test_bad_cli_input_is_one_line_and_no_files(case, tmp_path):
     args, message = BAD_CLI[case]
     shape = [] if "--shape" in args else ["--shape", "16x32"]
-    out = subprocess.run([sys.executable, "-m", "npusim.cli", "run", "embedding_dense_backward",
+    out = subprocess.run([sys.executable, "-m", "npusim", "run", "embedding_dense_backward",
                           *shape, "--param", "num_weights=50", *args, "--out",
                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
                          cwd=tmp_path)

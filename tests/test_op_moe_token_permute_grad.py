@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import npusim
 import npusim.aclnn as acl
 from npusim import golden, ops
-from npusim.cases import moe_routing
+from npusim.cases.moe_token_permute_grad import moe_routing
 from npusim.dtypes import bfloat16
 from npusim.errors import NpusimError, ParamError, TilingError
 from npusim.ops.moe_permute_grad_tiling import Problem, max_chunk, moe_token_permute_grad_tiling
@@ -387,7 +387,7 @@ def test_aclnn_statuses(change, code, match):
 # --- the command ---------------------------------------------------------------------------
 
 def npusim_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "npusim.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "npusim", *args], capture_output=True,
                           text=True, timeout=300, cwd=cwd)
 
 

@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from npusim.cases import CASES
-from npusim.cli import main
+from npusim.cases.run import run_case
 from npusim.errors import NpusimError
-from npusim.report import run_case
+from npusim.face.cli import main
 from npusim.studies.predict import predict
 from npusim.studies.workload import load_workload, workload_names
 

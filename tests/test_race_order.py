@@ -1,12 +1,13 @@
-"""The race detector fed in program order (npusim/race_order.py) gives the timed run's verdict,
-and a launch whose race check ran beside its timing run still raises the timed run's error."""
+"""The race detector fed in program order (npusim/engine/race_order.py) gives the timed run's
+verdict, and a launch whose race check ran beside its timing run still raises the timed run's
+error."""
 
 import numpy as np
 import pytest
 from test_micro_vector import NoReuseWaitForZ
 
-import npusim.beside as beside
-import npusim.launch as launch_module
+import npusim.engine.beside as beside
+import npusim.engine.launch as launch_module
 import npusim.micro.vector as mv
 from kernels import (
     CopyKernel,
@@ -16,10 +17,10 @@ from kernels import (
     WaitWithoutSet,
     run_copy,
 )
-from npusim import race_order
+from npusim.engine import race_order
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import DeadlockError, HazardError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 from npusim.micro.vector import run_vector
 
 

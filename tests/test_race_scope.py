@@ -1,11 +1,11 @@
-"""The race detector follows one core of each on-chip program (npusim/race_scope.py): cores
+"""The race detector follows one core of each on-chip program (npusim/engine/race_scope.py): cores
 that differ only in GM offsets share a verdict, and a core whose program differs is followed."""
 
 import numpy as np
 import pytest
 from test_micro_vector import NoReuseWaitForZ
 
-import npusim.engine as engine_module
+import npusim.engine.timed as engine_module
 import npusim.micro.vector as mv
 from npusim import ops
 from npusim.dsl import get_block_idx

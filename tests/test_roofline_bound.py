@@ -5,8 +5,8 @@ dtype and cube math type it takes, the simulated time is never below the rooflin
 import pytest
 
 from npusim.cases import CASES
+from npusim.cases.run import metrics, run_case
 from npusim.errors import ParamError
-from npusim.report import metrics, run_case
 
 CHIPS = ("atlas-a2", "atlas-training")
 

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import pytest
 from sanitizer_reference import Sanitizer as Reference
 
-import npusim.engine as engine
+import npusim.engine.timed as engine
+from npusim.engine.memory import Buffer
+from npusim.engine.sanitizer import Sanitizer
 from npusim.errors import HazardError
-from npusim.memory import Buffer
 from npusim.micro.matmul import run_matmul
 from npusim.micro.vector import run_vector
-from npusim.sanitizer import Sanitizer
 
 
 def collecting(cls):

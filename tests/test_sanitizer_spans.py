@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from npusim.engine.memory import Buffer
+from npusim.engine.sanitizer import Sanitizer, _merged
 from npusim.errors import HazardError
-from npusim.memory import Buffer
-from npusim.sanitizer import Sanitizer, _merged
 
 UB, L1 = Buffer("UB", "aiv0", 1 << 16), Buffer("L1", "aic0", 1 << 16)
 SPANS = st.lists(st.tuples(st.sampled_from([UB, L1]), st.integers(0, 300),

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from npusim.cli import main
+from npusim.face.cli import main
 from npusim.studies import sweep as sweep_mod
 from npusim.studies.space import parse_space, points
 from npusim.studies.sweep import sweep

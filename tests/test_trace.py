@@ -5,8 +5,8 @@ import json
 import pytest
 
 from kernels import run_copy
-from npusim import plot
 from npusim.errors import NpusimError
+from npusim.face import plot
 from trace_check import check_trace
 
 
@@ -79,7 +79,7 @@ def test_packed_records_read_back_as_the_rows(monkeypatch, tmp_path):
     Chrome trace written from them is the same file."""
     import pickle
 
-    import npusim.trace as trace_module
+    import npusim.engine.trace as trace_module
     from npusim.micro.vector import run_vector
 
     plain = run_vector("exp_mul", tiles=4, block_dim=4)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from npusim.dtypes import bfloat16
+from npusim.engine.sequence import OpRun
 from npusim.ops.transdata import plan_from_nd, plan_to_5hd, run_transdata
-from npusim.sequence import OpRun
 
 
 def to_5hd(chip, x, groups=1):

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from npusim.cli import main
 from npusim.errors import NpusimError
+from npusim.face.cli import main
 from npusim.studies import validate as val
 
 ROWS = val.load_table()

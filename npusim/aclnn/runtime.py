@@ -132,8 +132,7 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
 def aclrtMalloc(size: int, policy: int = ACL_MEM_MALLOC_HUGE_FIRST) -> tuple[int, np.ndarray]:
     """(status, device memory of ``size`` bytes); more than the chip's HBM, or than this host
     can hold, is ACL_ERROR_RT_MEMORY_ALLOCATION and no memory."""
-    from npusim.chip import load_chip
-    from npusim.memory import host_memory_bytes
+    from npusim.chip import host_memory_bytes, load_chip
 
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
         message = f"aclrtMalloc: size {size!r} is not a byte count (an integer >= 0)"

@@ -29,8 +29,8 @@ from npusim.dsl.core import (
                              wait_flag,
 )
 from npusim.dsl.pipe import Kernel, TPipe
+from npusim.engine.memory import GlobalTensor, LocalTensor
 from npusim.isa.base import Pipe
-from npusim.memory import GlobalTensor, LocalTensor
 
 __all__ = [
     "current", "issue", "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyParams",

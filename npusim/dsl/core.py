@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from npusim.dsl.context import current, issue, issue_again
 from npusim.dtypes import dtype_of
+from npusim.engine.memory import LocalTensor
 from npusim.errors import NpusimError, TilingError
 from npusim.isa.base import Pipe
 from npusim.isa.move import DataCopy, LocalCopy
@@ -32,7 +33,6 @@ from npusim.isa.sync import (
     WaitFlag,
     check_inter_core_sync,
 )
-from npusim.memory import LocalTensor
 
 
 class TPosition:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, cube, current, data_copy
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import TilingError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 
 F = 16  # fractal rows and columns (fp16: k0 = 16)
 

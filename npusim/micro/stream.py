@@ -1,8 +1,8 @@
 """The GM stream micro-kernel: each core reads its slice of GM into UB (GM bandwidth)."""
 
 from npusim.dsl import Kernel, TPosition, TQue, data_copy, get_block_idx
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 
 
 class StreamKernel(Kernel):

@@ -12,9 +12,9 @@ import numpy as np
 from npusim.dsl import Kernel, TBuf, TPosition, TQue, data_copy, get_block_idx
 from npusim.dsl import vector as vec
 from npusim.dtypes import dtype_of, name_of
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import TilingError
-from npusim.launch import launch
-from npusim.memory import GlobalMemory
 
 
 @dataclass(frozen=True, kw_only=True)

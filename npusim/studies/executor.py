@@ -46,7 +46,7 @@ def run_point(point: dict) -> dict:
 
 def _run(point: dict, record: dict):
     from npusim.cases import find_case
-    from npusim.report import run_case
+    from npusim.cases.run import run_case
 
     case = find_case(point["op"])
     params = case.parse_params(point.get("params") or {})
@@ -63,7 +63,7 @@ def _run(point: dict, record: dict):
 
 
 def _fill(record: dict, run, point: dict) -> None:
-    from npusim.report import metrics, tiling_dict
+    from npusim.cases.run import metrics, tiling_dict
 
     m = metrics(run)
     record.update(cycles=int(m["cycles"]), time_us=round(m["time_us"], 4),

@@ -5,8 +5,8 @@ The report gives each chip's predicted total and the speedup of one over the oth
 calls both run), a table per chip (time x count, share of the total, bound, achieved against
 the roofline, busiest pipe, peak buffer use), a stacked bar of the totals, a roofline plot with
 each call as a point, one sentence per call on what limits it (with the fidelity rule's
-flag, ``npusim.fidelity``, on a call predicted closer to a peak than any measurement backs), and
-why a call did not run.
+flag, ``npusim.studies.fidelity``, on a call predicted closer to a peak than any measurement backs),
+and why a call did not run.
 """
 
 import base64
@@ -15,7 +15,7 @@ import io
 import json
 
 from npusim.chip import load_chip
-from npusim.fidelity import check
+from npusim.studies.fidelity import check
 
 
 def _us(x: float) -> str:

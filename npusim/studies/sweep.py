@@ -14,7 +14,7 @@ import csv
 import os
 
 from npusim.errors import NpusimError
-from npusim.progress import Bar
+from npusim.face.progress import Bar
 from npusim.studies.executor import BUFFERS, PIPES, connect, run_point, run_points
 from npusim.studies.space import parse_space, points
 

@@ -9,7 +9,7 @@ the y = x line and a +-20% band; ``npusim correlate`` uses it too.
 import csv
 import json
 
-from npusim.report import aligned
+from npusim.face.report import aligned
 
 BAND = 0.2   # the plot's band: the +-20% aimed at for device-timed kernels
 
@@ -106,7 +106,7 @@ def scatter(points: list, path, title: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from npusim.plot import _save
+    from npusim.face.plot import _save
 
     fig, ax = plt.subplots(figsize=(6.4, 5.6))
     values = [v for m, p, _ in points for v in (m, p) if v and v > 0] or [1.0, 10.0]

@@ -1,181 +1,13 @@
-"""Running a case and reporting it: the check against the golden, the roofline, the summary.
+"""The run report: what ``npusim run``, ``compare`` and ``demo`` print about a case's run.
 
-``run_case`` makes the seeded inputs, runs the operator on the simulator and compares each
-output with the golden bit for bit (after the run: the golden never fills an output).
-``metrics`` derives what the command prints from the Result:
-
-- bytes: the operator's tensors in and out, each once (what an ideal kernel moves through GM: HBM,
-  or the LPDDR4X DRAM of the Atlas inference series, named by the chip's ``memory_kind``);
-- achieved TB/s and TFLOPS: those bytes and the case's flops over the simulated time;
-- roofline bound: bytes / GM bandwidth for a vector operator; for a cube operator the larger
-  of that and flops / the cube peak of the chip at the operator's dtype. The ratio is bound over
-  simulated time (100% would be the bound itself).
-
-Not modelled here: host-side time (argument checks, tiling, launch), which the Result does not
-include either.
+``summary_lines`` is the readable summary of one run (check, time, achieved rates, GM traffic,
+roofline, pipes, buffers, tiling, the fidelity rule's flag); ``compare_text`` and
+``compare_markdown`` put several chips side by side; ``chip_table`` lists the chip models. The
+numbers come from ``npusim.cases.run.metrics``; this module only words and aligns them.
 """
 
-import dataclasses
-from dataclasses import dataclass, field
-
-import numpy as np
-
-from npusim.cases import OpCase
+from npusim.cases.run import CaseRun, metrics, tiling_dict
 from npusim.chip import load_chip
-from npusim.errors import NpusimError
-from npusim.golden.atomic import AtomicSum
-
-# buffer name in the stats -> the chip attribute of its size (as npusim.plot, which this module
-# does not import so that the command starts without matplotlib)
-SIZE_KEYS = {"UB": "ub_bytes", "L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes",
-             "L0C": "l0c_bytes", "BT": "bias_table_bytes", "FB": "fixpipe_buffer_bytes"}
-
-
-@dataclass
-class CaseRun:
-    """One operator run on one chip, with what the command reports about it."""
-
-    case: OpCase
-    chip: object
-    dtype: str
-    shape: tuple
-    params: dict
-    seed: int
-    result: object = None
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    checks: list = field(default_factory=list)   # (output name, ok, text)
-    error: str = ""                              # why it did not run on this chip
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and all(ok for _, ok, _ in self.checks)
-
-
-def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None,
-             mode: str = "timed", seed: int = 0, trace: bool = True,
-             numerics: bool = True, sanitize: bool = True) -> CaseRun:
-    """Make seeded inputs, run ``case`` on ``chip`` and check it against the golden (not
-    with ``numerics=False``: a timing-only run computes no outputs)."""
-    chip = load_chip(chip)
-    rng = np.random.default_rng(seed)
-    args, kwargs = case.make(shape, dtype, params, rng)
-    run = CaseRun(case=case, chip=chip, dtype=dtype, shape=shape, params=params, seed=seed,
-                  args=args, kwargs=kwargs)
-    run.result = case.function()(*args, **kwargs, chip=chip, tiling=tiling or None, mode=mode,
-                                 trace=trace, numerics=numerics, sanitize=sanitize)
-    run.checks = check_outputs(case, args, kwargs, run.result) if numerics else []
-    return run
-
-
-def check_outputs(case: OpCase, args, kwargs, result) -> list:
-    """(name, bit-identical?, text) for every output the golden gives."""
-    golden = case.golden()
-    if golden is None:
-        return [("-", True, f"not checked: npusim.golden has no {case.name} yet")]
-    extra = case.golden_options(result, args, kwargs) if case.golden_options else {}
-    with np.errstate(all="ignore"):
-        want = golden(*args, **kwargs, **extra)
-    if not isinstance(want, dict):
-        want = {next(iter(result.outputs)): want}
-    checks = []
-    for name, expected in want.items():
-        got = result.outputs.get(name)
-        if expected is None or got is None:
-            continue
-        if isinstance(expected, AtomicSum):
-            checks.append((name, *_compare_atomic(got, expected)))
-        else:
-            checks.append((name, *_compare(got, expected)))
-    return checks
-
-
-def _compare_atomic(got, expected: AtomicSum) -> tuple:
-    """An output summed by GM atomic adds: bit-identical to the part-order golden, or within
-    the bound any landing order gives (the order follows timing)."""
-    ok, text = _compare(got, expected.value)
-    if ok:
-        return True, "bit-identical to the golden (atomic: order follows timing)"
-    inside = expected.within(got)
-    if inside.all():
-        return True, "within the summation-order bound of the golden (atomic: order follows " \
-                     "timing; " + text.removeprefix("MISMATCH: ") + ")"
-    return False, f"MISMATCH beyond the summation-order bound: {int((~inside).sum()):,} " \
-                  f"elements (atomic: order follows timing)"
-
-
-def _compare(got, expected) -> tuple:
-    got, expected = np.asarray(got), np.asarray(expected)
-    if got.shape == expected.shape and _same_bits(got, expected):
-        return True, "bit-identical to the golden"
-    a, b = got.astype(np.float64), expected.astype(np.float64)
-    if a.shape != b.shape:
-        return False, f"shape {a.shape}, golden {b.shape}"
-    if np.array_equal(a, b, equal_nan=True):
-        return True, "bit-identical to the golden"
-    bad = ~((a == b) | (np.isnan(a) & np.isnan(b)))
-    worst = float(np.nanmax(np.abs(a - b)[bad])) if bad.any() else 0.0
-    return False, f"MISMATCH: {int(bad.sum()):,} of {a.size:,} elements differ (max |d| {worst:g})"
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """The same dtype and the same bytes (then the values compare equal too: the quick path
-    of ``_compare``, without float64 copies of large outputs)."""
-    if a.dtype != b.dtype:
-        return False
-    return np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
-                          np.ascontiguousarray(b).reshape(-1).view(np.uint8))
-
-
-def moved_bytes(run: CaseRun) -> int:
-    """The operator's tensors in and out, each counted once."""
-    inputs = sum(a.nbytes for a in run.args)
-    outputs = sum(o.nbytes for o in run.result.outputs.values() if o is not None)
-    return inputs + outputs
-
-
-def cube_dtype(run: CaseRun) -> str:
-    """The dtype the cube ran at, for the roofline: what the run chose (the case's
-    ``golden_options``: fp16 for fp32 inputs with cube_math_type 2, HF32 where the chip and
-    cube_math_type give it), else the input dtype when the cube takes it, else fp16."""
-    if run.case.golden_options and run.result is not None:
-        opts = run.case.golden_options(run.result, run.args, run.kwargs)
-        if opts.get("compute_dtype"):
-            return "hfloat32" if opts.get("hf32_bits") else opts["compute_dtype"]
-    return run.dtype if run.dtype in run.chip.input_dtypes else "float16"
-
-
-def metrics(run: CaseRun) -> dict:
-    """What the command reports about a timed (or functional) run."""
-    r, chip = run.result, run.chip
-    nbytes, flops = moved_bytes(run), run.case.flops(run.args, run.kwargs)
-    out = {"bytes": nbytes, "flops": flops, "cycles": r.cycles, "time_us": r.time_us}
-    memory_us = nbytes / chip.hbm_bytes_per_s * 1e6
-    bound_us, bound = memory_us, "memory"
-    if run.case.unit == "cube":
-        dt = cube_dtype(run)
-        compute_us = flops / chip.peak_flops(dt) * 1e6
-        out["peak_tflops"], out["cube_dtype"] = chip.peak_flops(dt) / 1e12, dt
-        if compute_us > memory_us:
-            bound_us, bound = compute_us, "compute"
-    out.update(bound_us=bound_us, bound=bound)
-    if r.cycles:
-        seconds = r.time_us * 1e-6
-        out.update(tbs=nbytes / seconds / 1e12, tflops=flops / seconds / 1e12,
-                   roofline_ratio=bound_us / r.time_us)
-    out["pipe_utilisation"] = r.stats.get("pipe_utilisation", {})
-    out["peak_live_bytes"] = r.stats.get("peak_live_bytes") or r.stats.get("peak_bytes", {})
-    out["capacity_bytes"] = {b: getattr(chip, SIZE_KEYS[b]) for b in out["peak_live_bytes"]
-                             if b in SIZE_KEYS}
-    return out
-
-
-def tiling_dict(tiling) -> dict:
-    if tiling is None:
-        return {}
-    if dataclasses.is_dataclass(tiling):
-        return dataclasses.asdict(tiling)
-    return dict(tiling) if isinstance(tiling, dict) else {"tiling": str(tiling)}
 
 
 def shape_text(shape) -> str:
@@ -232,8 +64,8 @@ def summary_lines(run: CaseRun) -> list:
 
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
-    """The fidelity rule's sentence for a timed run (``npusim.fidelity``), or ""."""
-    from npusim.fidelity import check
+    """The fidelity rule's sentence for a timed run (``npusim.studies.fidelity``), or ""."""
+    from npusim.studies.fidelity import check
 
     if run.error or not run.result.cycles:
         return ""
@@ -277,22 +109,6 @@ def tiling_text(tiling) -> str:
 
 
 # --- side by side ---------------------------------------------------------------------------
-
-def compare_runs(case, chips, shape, dtype, params, tiling=None, mode="timed", seed=0,
-                 trace=True) -> list:
-    """One CaseRun per chip; a chip that refuses the case carries the reason in ``error``."""
-    runs = []
-    for chip in map(load_chip, chips):
-        try:
-            runs.append(run_case(case, chip, shape, dtype, params, tiling=tiling, mode=mode,
-                                 seed=seed, trace=trace))
-        except NpusimError as exc:
-            runs.append(CaseRun(case=case, chip=chip, dtype=dtype, shape=shape, params=params,
-                                seed=seed, error=" ".join(str(exc).split())))
-    if all(r.error for r in runs):
-        raise NpusimError(runs[0].error)
-    return runs
-
 
 def compare_rows(runs: list) -> list:
     """(label, one cell per run) rows of the side-by-side table; a run that did not happen

@@ -17,8 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from npusim.engine.trace_export import PIPE_ORDER, memory_timeline  # noqa: E402
 from npusim.errors import NpusimError  # noqa: E402
-from npusim.trace_export import PIPE_ORDER, memory_timeline  # noqa: E402
 
 COLOURS = {"gm": "#1f77b4", "local": "#17becf", "vector": "#2ca02c", "cube": "#d62728",
            "wait": "#bbbbbb", "set": "#7f7f7f", "scalar": "#9467bd", "other": "#ff7f0e"}

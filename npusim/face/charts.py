@@ -4,7 +4,7 @@
   against its roofline bound, and each pipe's busy share. A chip that did not run shows why.
 - ``bars(groups, path)``: simulated time for labelled cases (e.g. dtypes) on several chips.
 
-Files are written to a temporary name and renamed, as ``npusim.plot`` does.
+Files are written to a temporary name and renamed, as ``npusim.face.plot`` does.
 """
 
 import textwrap
@@ -15,8 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import transforms  # noqa: E402
 
-from npusim.plot import _save  # noqa: E402
-from npusim.report import metrics, shape_text  # noqa: E402
+from npusim.cases.run import metrics
+from npusim.face.plot import _save  # noqa: E402
+from npusim.face.report import shape_text  # noqa: E402
 
 
 def compare(runs: list, path) -> str:

@@ -7,7 +7,7 @@ one hot row slow, and why CANN sums runs of one index in UB before the atomic fl
 
 Modelled: exact-range serialisation, in simulated start order. Not modelled: partly
 overlapping ranges (they do not serialise), the L2 atomic unit's own throughput across
-different ranges (only the shared L2/HBM servers of ``npusim/bandwidth.py`` apply).
+different ranges (only the shared L2/HBM servers of ``npusim/engine/bandwidth.py`` apply).
 """
 
 

@@ -43,13 +43,13 @@ class Result:
 
     def write_trace(self, path) -> str:
         """Write a Chrome trace event JSON (Perfetto, chrome://tracing); return the path."""
-        from npusim.trace_export import write_chrome_trace
+        from npusim.engine.trace_export import write_chrome_trace
 
         return write_chrome_trace(self, path)
 
     def line_trace(self, core: int = 0) -> str:
         """One text line per instruction of ``core``: cycles, pipe, and why it waited."""
-        from npusim.trace_export import line_trace
+        from npusim.engine.trace_export import line_trace
 
         return line_trace(self, core)
 

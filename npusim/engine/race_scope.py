@@ -1,8 +1,8 @@
 """Which cores the race detector must follow: one of each set of cores that run the same
 on-chip program.
 
-The detector (``npusim/sanitizer.py``) checks accesses to on-chip buffers, which belong to one
-core, against the happens-before order of that core's pipes. That order comes from the core's
+The detector (``npusim/engine/sanitizer.py``) checks accesses to on-chip buffers, which belong to
+one core, against the happens-before order of that core's pipes. That order comes from the core's
 own stream: program order per pipe, its set/wait pairs (matched in stream order per flag),
 issue, barriers, and ``SyncAll`` (everything before it is ordered before everything after it).
 GM accesses are not checked. So two cores whose streams agree entry by entry in everything the
@@ -20,7 +20,7 @@ An instruction's key is computed once per object (kernels re-issue the same obje
 ``npusim/dsl/context.py``), so finding the classes costs a dictionary lookup per entry.
 """
 
-from npusim.memory import Buffer
+from npusim.engine.memory import Buffer
 
 _ACCESS_KINDS = frozenset(("exec", "scalar_read", "scalar_write"))
 

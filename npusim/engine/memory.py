@@ -12,23 +12,16 @@ non-coherent scalar data cache.
 """
 
 import mmap
-import os
 
 import numpy as np
 
+from npusim.chip import host_memory_bytes
 from npusim.dtypes import dtype_of
 from npusim.errors import MemoryAccessError, OutOfMemoryError
 
 GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practice)
 _new = object.__new__
 
-
-def host_memory_bytes() -> int:
-    """Physical memory of this host: what the simulator's byte arrays can use at most."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 62
 
 
 class Buffer:
@@ -111,7 +104,8 @@ class GlobalMemory:
 
     @property
     def shared(self) -> bool:
-        """Whether GM is shared memory (a forked process's writes reach it: npusim/beside.py)."""
+        """Whether GM is shared memory (a forked process's writes reach it:
+        npusim/engine/beside.py)."""
         return isinstance(getattr(self._reserve.base, "obj", None), mmap.mmap)
 
     def __getstate__(self):
@@ -146,7 +140,7 @@ class GlobalMemory:
 
     def take_pending(self) -> list:
         """The initial contents not yet copied in, which another process copies (a forked
-        process sharing this GM: npusim/beside.py); this one forgets them."""
+        process sharing this GM: npusim/engine/beside.py); this one forgets them."""
         pending, self._pending = self._pending, []
         return pending
 
@@ -163,7 +157,7 @@ class GlobalMemory:
 
 def anonymous_zeros(nbytes: int, shared: bool) -> np.ndarray:
     """A zeroed byte array in anonymous memory, ``shared`` with forked processes (GM:
-    npusim/beside.py) or private; ``np.zeros`` where the host has no such mapping. Untouched
+    npusim/engine/beside.py) or private; ``np.zeros`` where the host has no such mapping. Untouched
     pages cost no RAM, and none is a huge page (numpy asks for them on arrays of 4 MB and
     more, and a 2 MB page is held whole once any byte of it is written). MemoryError when the
     host refuses the mapping."""

@@ -14,22 +14,21 @@ import time
 
 import numpy as np
 
-from npusim import charts, plot
 from npusim.cases import CASES
+from npusim.cases.run import compare_runs, metrics
 from npusim.chip import load_chip
 from npusim.errors import NpusimError
-from npusim.micro.stream import run_stream
-from npusim.micro.vector import run_vector
-from npusim.outdir import OutputDir
-from npusim.report import (
+from npusim.face import charts, plot
+from npusim.face.outdir import OutputDir
+from npusim.face.report import (
     chip_markdown,
     compare_markdown,
-    compare_runs,
     compare_text,
-    metrics,
     product_text,
     shape_text,
 )
+from npusim.micro.stream import run_stream
+from npusim.micro.vector import run_vector
 
 CHIPS = ("atlas-training", "atlas-a2")
 # The Atlas inference series (Ascend 310P3) runs only the convolution (the seeds list it for no

@@ -1,13 +1,13 @@
 """A timed launch's numerics in program order, in a forked process beside the timing run.
 
 Outputs do not depend on timing when three things hold, and then the instructions' ``execute``
-can run in program order (the functional run's order, ``npusim/functional.py``) in a child
+can run in program order (the functional run's order, ``npusim/engine/functional.py``) in a child
 process while the parent runs the SimPy timing with ``numerics=False``; the two overlap on a
 host with a second core:
 
 1. **On-chip order.** The launch is race-free: every conflicting pair of on-chip accesses is
    ordered by happens-before, which program order respects. The child decides it first, in
-   program order (``npusim/race_order.py``); where that cannot decide (cross-core flags,
+   program order (``npusim/engine/race_order.py``); where that cannot decide (cross-core flags,
    SyncAll) the detector stays in the timing run, and with the detector off such a launch
    does not go beside. Any other verdict than race-free, and the launch runs again with
    numerics (and the detector, if on) in the timing run, which raises the HazardError, or,
@@ -42,10 +42,10 @@ from collections import deque
 
 import numpy as np
 
-from npusim import race_order
+from npusim.engine import race_order
+from npusim.engine.functional import run_functional
+from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
-from npusim.functional import run_functional
-from npusim.memory import GlobalMemory
 
 MIN_INSTRUCTIONS = 4096   # a fork costs a few milliseconds; numerics about 5 us an instruction
 
@@ -295,8 +295,8 @@ class Beside(_Process):
 
 def _child(beside: Beside, status_w: int) -> None:
     """The child's whole life: the operator's inputs into GM, the race check
-    (npusim/race_order.py), the cores to take handed out (a race leaves none, the parent reads
-    the end of the pipe at once), its cores' numerics, then the verdict, its failure (or None)
+    (npusim/engine/race_order.py), the cores to take handed out (a race leaves none, the parent
+    reads the end of the pipe at once), its cores' numerics, then the verdict, its failure (or None)
     and its atomic adds' sources back to the parent as a pickle; it exits without cleanup."""
     try:
         stash: dict = {}
@@ -350,8 +350,8 @@ def _apply(specs: list, atomics: dict, stash: dict, order: list) -> None:
 
 
 class Checker(_Process):
-    """The race check (npusim/race_order.py) of a launch whose timing run has no numerics, in a
-    child process; the timing run leaves the race detector out."""
+    """The race check (npusim/engine/race_order.py) of a launch whose timing run has no numerics, in
+    a child process; the timing run leaves the race detector out."""
 
     def __init__(self, specs: list):
         self._fork(lambda status_w: _check(specs, status_w))

@@ -1,6 +1,6 @@
 """The SimPy processes of the timed run: a pipe draining its queue, the scalar replaying issues.
 
-See ``npusim/engine.py`` for the model. Both are plain generators yielding SimPy events; the
+See ``npusim/engine/timed.py`` for the model. Both are plain generators yielding SimPy events; the
 engine, core and pipe objects they work on are defined there.
 """
 
@@ -172,7 +172,7 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
     if inst.touches_gm:
         end = max(end, engine.bw.transfer(start, inst.gm_blocks(), inst.charged_bytes(chip),
                                           inst.gm_write))
-        if getattr(inst, "serialises_at_l2", False):   # npusim/atomic_lines.py
+        if getattr(inst, "serialises_at_l2", False):   # npusim/engine/atomic_lines.py
             end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
     return end
 

@@ -34,8 +34,8 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from functools import cache
 
+from npusim.engine.memory import Buffer
 from npusim.errors import HazardError
-from npusim.memory import Buffer
 
 _END = 1 << 62    # past the end of every buffer
 JOIN_AT = 8       # an access over more segments than this joins them when it can

@@ -1,6 +1,6 @@
 """The timed run: every pipe of every core is a SimPy process draining its in-order queue.
 
-The kernel was recorded per core into an issue stream (see ``npusim/launch.py``). Here the
+The kernel was recorded per core into an issue stream (see ``npusim/engine/launch.py``). Here the
 scalar pipe replays that stream: issuing an instruction costs ``issue_cycles`` and puts it into
 its pipe's queue of ``queue_depth`` entries; a full queue stalls the scalar until that pipe pops
 an entry, and the instruction issues at the later of the scalar's clock and the pop. The scalar
@@ -10,9 +10,9 @@ on its behalf at that moment, so the scalar's own process wakes only for its own
 
 A pipe pops an instruction, waits for its issue time, and then: ``exec`` instructions occupy it
 for ``head + body`` cycles (head only when the pipe was idle before) and apply their semantics at
-the end; GM moves also reserve the shared HBM/L2 servers (``npusim/bandwidth.py``) at their start
-and end at the later of the two; ``set``/``wait`` flags count per (src, dst, event id); barriers,
-cross-core flags and SyncAll block as described in ``isa/sync.py``.
+the end; GM moves also reserve the shared HBM/L2 servers (``npusim/engine/bandwidth.py``) at their
+start and end at the later of the two; ``set``/``wait`` flags count per (src, dst, event id);
+barriers, cross-core flags and SyncAll block as described in ``isa/sync.py``.
 
 Events: an instruction that reserves nothing shared at its start takes one SimPy timeout from
 its issue wait to its end (the pipe counts as busy from its start); a ``wait_flag`` on a flag not
@@ -20,8 +20,8 @@ yet set parks on an event the set triggers for the time the flag becomes visible
 SimPy event per instruction; the order of same-time events is that of the two-step version.
 
 Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation, shared GM
-bandwidth. With ``sanitize`` the race detector of ``npusim/sanitizer.py`` follows every
-instruction of one core of each on-chip program (``npusim/race_scope.py``);
+bandwidth. With ``sanitize`` the race detector of ``npusim/engine/sanitizer.py`` follows every
+instruction of one core of each on-chip program (``npusim/engine/race_scope.py``);
 ``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction so tests
 can show that outputs do not depend on timing.
 
@@ -35,12 +35,12 @@ from collections import deque
 from simpy import Environment, Event
 from simpy.events import NORMAL
 
-from npusim.atomic_lines import AtomicLines
-from npusim.bandwidth import GmBandwidth
+from npusim.engine.atomic_lines import AtomicLines
+from npusim.engine.bandwidth import GmBandwidth
+from npusim.engine.processes import pipe_process, scalar_process
+from npusim.engine.race_scope import cores_to_check
+from npusim.engine.sanitizer import Sanitizer
 from npusim.errors import DeadlockError
-from npusim.processes import pipe_process, scalar_process
-from npusim.race_scope import cores_to_check
-from npusim.sanitizer import Sanitizer
 
 EPS = 1e-9
 
@@ -160,7 +160,7 @@ class TimedEngine:
         for sim, spec in zip(self.cores, cores, strict=True):
             sim.peers = [self.cores[j] for j in spec.peers]
         self.sanitizer = None
-        if sanitize:                 # one core of each on-chip program (npusim/race_scope.py)
+        if sanitize:   # one core of each on-chip program (npusim/engine/race_scope.py)
             checked = cores_to_check(self.cores)
             self.sanitizer = Sanitizer(checked)
             for core in checked:
@@ -172,7 +172,7 @@ class TimedEngine:
             self.jitter = lambda: rng.random() * max_cycles
         self.sync_arrivals: list = []
         self.end_time = 0.0
-        # numerics in a process beside the run (npusim/beside.py): the atomic adds to log,
+        # numerics in a process beside the run (npusim/engine/beside.py): the atomic adds to log,
         # and the order the run reaches them in
         self.atomic_ids: set = set()
         self.atomic_log: list = []

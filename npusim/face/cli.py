@@ -3,7 +3,7 @@ bench.
 
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
-``npusim.outdir``). Set ``NPUSIM_DEBUG=1`` to see the traceback of an internal error.
+``npusim.face.outdir``). Set ``NPUSIM_DEBUG=1`` to see the traceback of an internal error.
 """
 
 import argparse
@@ -241,8 +241,8 @@ def _sweep(args) -> int:
 
 
 def _predict(args) -> int:
-    from npusim.outdir import OutputDir
-    from npusim.progress import Bar
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Bar
     from npusim.studies.executor import connect, default_jobs
     from npusim.studies.predict import predict
     from npusim.studies.predict_report import headline, write_report
@@ -300,8 +300,8 @@ def _study(args, points: int, label: str, run, text, write):
     points bar, print its text, write its files into --out if given; return its result."""
     from contextlib import nullcontext
 
-    from npusim.outdir import OutputDir
-    from npusim.progress import Bar
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Bar
     from npusim.studies.executor import connect, default_jobs
 
     client = connect(args.scheduler) if args.scheduler else None
@@ -389,10 +389,11 @@ def _inputs(args):
 def _run(args) -> int:
     from contextlib import nullcontext
 
+    from npusim.cases.run import run_case
     from npusim.chip import load_chip
-    from npusim.outdir import OutputDir
-    from npusim.progress import Progress
-    from npusim.report import run_case, summary_lines
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Progress
+    from npusim.face.report import summary_lines
 
     case, shape, dtype, params, tiling = _inputs(args)
     chip = load_chip(args.chip)
@@ -411,8 +412,8 @@ def _run(args) -> int:
 
 def write_run_files(run, out) -> list:
     """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``."""
-    from npusim import plot
-    from npusim.report import summary_dict
+    from npusim.face import plot
+    from npusim.face.report import summary_dict
 
     _write_json(out.file("summary.json"), summary_dict(run))
     names = ["summary.json"]
@@ -433,11 +434,12 @@ def _write_json(path: str, data) -> None:
 def _compare(args) -> int:
     from contextlib import nullcontext
 
-    from npusim import charts
+    from npusim.cases.run import compare_runs
     from npusim.chip import load_chip
-    from npusim.outdir import OutputDir
-    from npusim.progress import Progress
-    from npusim.report import compare_markdown, compare_runs, compare_text
+    from npusim.face import charts
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Progress
+    from npusim.face.report import compare_markdown, compare_text
 
     case, shape, dtype, params, tiling = _inputs(args)
     chips = [load_chip(name.strip()) for name in args.chips.split(",") if name.strip()]
@@ -462,14 +464,14 @@ def _compare(args) -> int:
 
 
 def _compare_json(runs) -> list:
-    from npusim.report import summary_dict
+    from npusim.face.report import summary_dict
 
     return [{"chip": r.chip.name, "error": r.error} if r.error else summary_dict(r)
             for r in runs]
 
 
 def _chips(args) -> int:
-    from npusim.report import chip_table
+    from npusim.face.report import chip_table
 
     for line in chip_table():
         print(line)
@@ -477,13 +479,13 @@ def _chips(args) -> int:
 
 
 def _demo(args) -> int:
-    from npusim.demo import run_demo
+    from npusim.face.demo import run_demo
 
     return run_demo(args.out, quick=args.quick)
 
 
 def _bench(args) -> int:
-    from npusim.bench import run_bench
+    from npusim.face.bench import run_bench
 
     return run_bench(quick=args.quick, groups=args.group or ("micro", "standard", "ops"),
                      json_path=args.json, against=args.against)

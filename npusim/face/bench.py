@@ -4,7 +4,7 @@ Each case runs in a process of its own (forked), so its peak resident memory is 
 report gives the simulated instructions (set/wait flags included, buffer marks excluded), the
 wall-clock seconds of the simulation (recording the streams, the run and the stats; making the
 random inputs is not counted), their ratio, the process's peak RSS and that of the largest
-process it forked beside its timing runs (numerics, race check: ``npusim/beside.py``; they
+process it forked beside its timing runs (numerics, race check: ``npusim/engine/beside.py``; they
 share GM with it, so the two overlap). The groups:
 
 - ``micro``: the engine's micro-kernels (vector, GM stream, cube matmul), each again with the

@@ -11,7 +11,7 @@ in simulated-time order there, so float sums accumulated atomically by several c
 in the last bits between the modes. Everything else is bit-identical.
 """
 
-from npusim.engine import check_balanced
+from npusim.engine.timed import check_balanced
 from npusim.errors import DeadlockError
 
 
@@ -34,8 +34,8 @@ def run_functional(specs: list, numerics: bool = True, execute=None, indices=Non
     """Execute every core's stream; raise DeadlockError when no core can go on.
 
     ``execute(inst, core_index)``, when given, applies each instruction instead of its own
-    ``execute`` (``npusim/beside.py`` keeps atomic adds for later); ``indices`` are the cores'
-    indices in their launch (default: their places in ``specs``)."""
+    ``execute`` (``npusim/engine/beside.py`` keeps atomic adds for later); ``indices`` are the
+    cores' indices in their launch (default: their places in ``specs``)."""
     cores = [_CoreState(s, i) for i, s in zip(indices or range(len(specs)), specs, strict=True)]
     while not all(c.done for c in cores):
         progressed = False

@@ -1,6 +1,6 @@
 """The race detector fed in program order, without a timing run.
 
-``npusim/sanitizer.py`` decides races from happens-before alone: program order inside a pipe,
+``npusim/engine/sanitizer.py`` decides races from happens-before alone: program order inside a pipe,
 set -> wait (matched in stream order per flag), issue, barriers. Every order of the events that
 respects those edges gives it the same verdict, because whether two accesses are ordered is
 fixed by the stream, not by when they ran: a race-free launch passes in any such order, and a
@@ -13,15 +13,15 @@ pipe instruction with the scalar's clock when it was issued), and answers:
 - ``"race"``: a HazardError (the timed run, with the detector in it, says which);
 - ``"unordered"``: a wait before its set, a cross-core flag or SyncAll: not decidable here.
 
-``npusim/beside.py`` runs it in a process beside a timing run that leaves the detector out; on
-anything but ``"ok"`` the launch runs again with the detector in the timing run.
+``npusim/engine/beside.py`` runs it in a process beside a timing run that leaves the detector out;
+on anything but ``"ok"`` the launch runs again with the detector in the timing run.
 """
 
 from types import SimpleNamespace
 
+from npusim.engine.race_scope import cores_to_check
+from npusim.engine.sanitizer import Sanitizer
 from npusim.errors import HazardError
-from npusim.race_scope import cores_to_check
-from npusim.sanitizer import Sanitizer
 
 _UNORDERED = ("syncall", "xset", "xwait")
 

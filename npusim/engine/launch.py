@@ -4,8 +4,8 @@ Recording runs the kernel's Python once per core with that core as the DSL's cur
 DSL call appends an instruction to the core's stream. Kernels that read on-chip values back into
 the scalar (``reads_data``) are recorded eagerly: each instruction executes as it is issued, on a
 snapshot of GM that is restored before the real run. Then the streams run either on SimPy
-(``mode="timed"``, ``npusim/engine.py``) or in program order (``mode="functional"``,
-``npusim/functional.py``).
+(``mode="timed"``, ``npusim/engine/timed.py``) or in program order (``mode="functional"``,
+``npusim/engine/functional.py``).
 
 Core layout: on a coupled chip (Atlas training) each block is one core with every pipe but FIX
 and L1, L0A, L0B, L0C and UB. On a separated chip (Atlas A2) an ``aiv`` kernel runs on vector
@@ -22,16 +22,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npusim.beside import start as start_beside
-from npusim.beside import start_checker
 from npusim.chip import load_chip
 from npusim.dsl.context import CoreContext, recording
-from npusim.engine import TimedEngine
+from npusim.engine.beside import start as start_beside
+from npusim.engine.beside import start_checker
+from npusim.engine.functional import run_functional
+from npusim.engine.memory import Buffer, anonymous_zeros
+from npusim.engine.result import Result, collect_stats
+from npusim.engine.timed import TimedEngine
+from npusim.engine.trace import Tracer
 from npusim.errors import NpusimError, NumericsRequiredError, TilingError
-from npusim.functional import run_functional
-from npusim.memory import Buffer, anonymous_zeros
-from npusim.result import Result, collect_stats
-from npusim.trace import Tracer
 
 PIPES = {"core": ("S", "MTE2", "MTE1", "M", "V", "MTE3"), "aiv": ("S", "MTE2", "V", "MTE3"),
          "aic": ("S", "MTE2", "MTE1", "M", "MTE3", "FIX")}
@@ -180,7 +180,7 @@ def gc_paused():
 
 
 def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
-    """The SimPy run. Where npusim/beside.py finds it exact (``beside``: numerics on, no data
+    """The SimPy run. Where npusim/engine/beside.py finds it exact (``beside``: numerics on, no data
     read back), the numerics and the race check go to a process beside it; with numerics off,
     the race check alone may. Should that process find anything but a race-free launch, or
     the run raise, the launch runs again with both in the run."""

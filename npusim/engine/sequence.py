@@ -4,8 +4,8 @@ An aclnn operator is often several kernels: l0op::Contiguous copies, casts, Tran
 conversions, MemSet zeroing of atomic-add outputs, then the compute kernel. ``OpRun`` launches
 them in order on a shared ``GlobalMemory`` and folds their results into one ``Result``.
 
-Modelled: each kernel's own cycles, plus the fixed costs of ``npusim/kernel_costs.py`` from the
-chip model: the start-up of each kernel on its cores, its cores' tiling-data read from GM (in
+Modelled: each kernel's own cycles, plus the fixed costs of ``npusim/engine/kernel_costs.py`` from
+the chip model: the start-up of each kernel on its cores, its cores' tiling-data read from GM (in
 the kernel's own cycles), and the stream's gap between two kernels. The operator's cycles are
 the sum of its kernels' task durations (start-up + own cycles) and of the gaps between them.
 The trace places each kernel after the one before, with a ``stream gap`` and a ``launch`` slice
@@ -26,7 +26,7 @@ from functools import partial
 import numpy as np
 
 from npusim.chip import load_chip
-from npusim.kernel_costs import (
+from npusim.engine.kernel_costs import (
     WORD_BYTES,
     KernelStart,
     StreamGap,
@@ -34,10 +34,10 @@ from npusim.kernel_costs import (
     tiling_words,
     with_tiling_read,
 )
-from npusim.launch import check_options, gc_paused, launch
-from npusim.memory import GlobalMemory
-from npusim.result import Result
-from npusim.trace import LazyTracer
+from npusim.engine.launch import check_options, gc_paused, launch
+from npusim.engine.memory import GlobalMemory
+from npusim.engine.result import Result
+from npusim.engine.trace import LazyTracer
 
 TASK_TYPES = {"aiv": "AI_VECTOR_CORE", "aic": "AI_CORE", "mix": "MIX_AIC"}
 
@@ -114,7 +114,7 @@ class OpRun:
         for part in self.parts:
             part.start_cycle = cycles + part.wait_cycles
             cycles = part.start_cycle + part.cycles
-        with gc_paused():   # the merged trace is a tuple per instruction (npusim/launch.py)
+        with gc_paused():   # the merged trace is a tuple per instruction (npusim/engine/launch.py)
             tracer = self._merged_tracer()
             stats = merge_stats(self.parts, cycles, tracer)
         return Result(outputs=read, cycles=cycles, chip=self.chip, mode=self.mode, tiling=tiling,

@@ -1,0 +1,50 @@
+"""The operators the ``npusim`` command and the studies know: one module per operator, one
+``OpCase`` each.
+
+Each module (``silu_backward``, ``convolution_backward``, ...) says how to make seeded random
+inputs of its operator's natural shape, how to call ``npusim.ops.<name>``, which golden in
+``npusim.golden`` checks it, and the work it does for the roofline; ``common`` holds what they
+share, ``run`` runs a case and measures it. Adding an operator to the command is one module
+here and its ``OpCase`` in ``CASES``; a case whose ``npusim.ops`` function does not exist yet
+is listed as not available rather than failing.
+
+The golden only checks outputs after the run; it never produces them. Cycles come only from
+the simulation.
+"""
+
+from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
+from npusim.cases.convolution_backward import CONVOLUTION
+from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
+from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
+from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
+from npusim.cases.silu_backward import SILU
+from npusim.errors import NpusimError
+
+__all__ = ["CASES", "OpCase", "Param", "available_names", "find_case", "lookup_case",
+           "parse_dtype", "parse_shape"]
+
+CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
+                                               EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
+
+
+def lookup_case(name) -> OpCase | None:
+    """The registered case for ``name`` (silu_backward, SiluBackward or aclnnSiluBackward),
+    available or not; None when there is none."""
+    key = str(name).lower().replace("_", "").removeprefix("aclnn")
+    return next((c for c in CASES.values() if key == c.name.replace("_", "")), None)
+
+
+def find_case(name: str) -> OpCase:
+    """The case for ``name``, which ``npusim.ops`` must have; else a clear NpusimError."""
+    case = lookup_case(name)
+    if case is None:
+        raise NpusimError(f"unknown op {name!r}; ops: {', '.join(available_names())}")
+    if not case.available():
+        raise NpusimError(f"{case.name} is not available yet in this npusim "
+                          f"(npusim.ops has no {case.name}); ops: "
+                          f"{', '.join(available_names())}")
+    return case
+
+
+def available_names() -> list:
+    return [name for name, case in CASES.items() if case.available()]

@@ -1,0 +1,7 @@
+"""The face: what a user of the command sees.
+
+``cli`` is the ``npusim`` command; ``demo`` and ``bench`` are two of its commands that need
+more than a few lines; ``report`` words one run or a side-by-side comparison, ``charts`` and
+``plot`` draw them (``plot.pipeline``, ``plot.memory``: also ``npusim.plot``); ``outdir``
+writes a command's output folder whole or not at all; ``progress`` is the line long work prints.
+"""
