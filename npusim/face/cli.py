@@ -7,12 +7,12 @@ from its golden), never a traceback; files appear only when a command completes 
 """
 
 import argparse
-import json
 import os
 import sys
 import textwrap
 
 from npusim.errors import NpusimError
+from npusim.face import commands
 
 EXAMPLES = """examples:
   npusim chips
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", parser_class=Parser)
     p = sub.add_parser("chips", help="list the chip models",
                        description="The chip models: cores, clock, buffers, GM, L2, cube peak.")
-    p.set_defaults(func=_chips)
+    p.set_defaults(func=commands.chips_command)
     _op_command(sub, "run", "run one operator on one chip, check it, summarise it")
     _op_command(sub, "compare", "run one operator on several chips side by side")
     _op_command(sub, "sweep", "run one operator over a space of tilings: which is fastest, "
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated chip models (default atlas-training,atlas-a2)")
     _executor_arguments(p)
     p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
-    p.set_defaults(func=_predict)
+    p.set_defaults(func=commands.predict_command)
     p = sub.add_parser("validate", help="predictions against published hardware "
                        "measurements", description="Run every row of the validation table "
                        "(published Ascend measurements: npusim/studies/validation.toml) "
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--table", metavar="FILE", help="another table of the same form")
     p.add_argument("--out", metavar="DIR", help="write validation.md, validation.csv, "
                    "validation.json and validation.png (predicted against measured) to DIR")
-    p.set_defaults(func=_validate)
+    p.set_defaults(func=commands.validate_command)
     p = sub.add_parser("correlate", help="npusim against an msprof op_summary CSV from "
                        "real hardware", description="Run every row of an msprof op_summary "
                        "CSV whose operator npusim models (SiluGrad, Conv2D/3D backprop "
@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     _executor_arguments(p)
     p.add_argument("--out", metavar="DIR", help="write correlate.md, correlate.csv, "
                    "correlate.json and correlate.png (predicted against measured) to DIR")
-    p.set_defaults(func=_correlate)
+    p.set_defaults(func=commands.correlate_command)
     p = sub.add_parser("demo", help="every operator on both chips: a Markdown report",
                        description="Run every operator on atlas-training and atlas-a2 at "
                                    "moderate sizes and write a Markdown report with tables "
@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="npusim-demo", metavar="DIR",
                    help="folder for the report (default: ./npusim-demo)")
     p.add_argument("--quick", action="store_true", help="small shapes: a smoke test in seconds")
-    p.set_defaults(func=_demo)
+    p.set_defaults(func=commands.demo_command)
     p = sub.add_parser("bench", help="measure simulator speed (instructions per second)",
                        description="Simulator speed on this machine: instructions per second, "
                        "wall time and peak RSS of each case (each in a process of its own).")
@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
-    p.set_defaults(func=_bench)
+    p.set_defaults(func=commands.bench_command)
     return parser
 
 
@@ -153,7 +153,8 @@ def _op_command(sub, name: str, help_text: str) -> None:
             _sweep_arguments(q, case)
         else:
             _op_arguments(q, case, name)
-        q.set_defaults(func={"run": _run, "compare": _compare, "sweep": _sweep}[name],
+        q.set_defaults(func={"run": commands.run_command, "compare": commands.compare_command,
+                             "sweep": commands.sweep_command}[name],
                        case=case)
 
 
@@ -222,105 +223,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _sweep(args) -> int:
-    from npusim.cases import parse_shape
-    from npusim.studies.executor import default_jobs
-    from npusim.studies.sweep import sweep
-
-    case = args.case
-    rows = sweep(case.name, chip=args.chip,
-                 shape=parse_shape(args.shape) if args.shape else None, dtype=args.dtype,
-                 params=_pairs(args.param, "--param"), space=args.tiling,
-                 samples=args.samples, seed=args.seed, jobs=args.jobs or default_jobs(),
-                 scheduler=args.scheduler, check=args.check, out=args.out,
-                 resume=args.resume)
-    with open(os.path.join(args.out, "sweep.md")) as f:
-        print(f.read().rstrip())
-    print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
-    return 1 if any(r["status"] == "mismatch" for r in rows) else 0
-
-
-def _predict(args) -> int:
-    from npusim.face.outdir import OutputDir
-    from npusim.face.progress import Bar
-    from npusim.studies.executor import connect, default_jobs
-    from npusim.studies.predict import predict
-    from npusim.studies.predict_report import headline, write_report
-    from npusim.studies.workload import load_workload
-
-    wl = load_workload(args.workload)
-    chips = [c.strip() for c in args.chips.split(",") if c.strip()]
-    if not chips:
-        raise NpusimError("--chips: name at least one chip (see npusim chips)")
-    client = connect(args.scheduler) if args.scheduler else None
-    with OutputDir(args.out) as out:
-        modelled = sum(c.modelled for c in wl.calls) * len(chips)
-        bar = Bar(modelled, 0, label="predict")
-        try:
-            result = predict(wl, chips, jobs=args.jobs or default_jobs(), scheduler=client,
-                             on_record=lambda i, r: bar.step())
-        finally:
-            bar.close()
-            if client is not None:
-                client.close()
-        names = write_report(result, out)
-    print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(chips)}")
-    print("\n".join(line.replace("**", "") for line in headline(result)))
-    print(f"wrote {', '.join(names)} to {out.shown}")
-    return 0
-
-
-def _validate(args) -> int:
-    from npusim.studies.validate import load_table, validate
-    from npusim.studies.validate_report import text_lines, write_validation
-
-    rows = load_table(args.table)
-    todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
-    result = _study(args, len(todo), "validate",
-                    lambda **kw: validate(rows, slow=not args.skip_slow, **kw),
-                    text_lines, write_validation)
-    return 0 if result["within"] == result["ran"] else 1
-
-
-def _correlate(args) -> int:
-    from npusim.chip import load_chip
-    from npusim.studies.correlate import correlate, plan, read_csv
-    from npusim.studies.validate_report import correlate_text, write_correlation
-
-    chip = load_chip(args.chip)
-    rows = read_csv(args.csv)
-    _study(args, len(plan(rows, chip.name)[1]), "correlate",
-           lambda **kw: correlate(args.csv, chip.name, rows=rows, **kw),
-           correlate_text, write_correlation)
-    return 0
-
-
-def _study(args, points: int, label: str, run, text, write):
-    """Run a study's points on the executor ``args`` asks for (--jobs, --scheduler) with a
-    points bar, print its text, write its files into --out if given; return its result."""
-    from contextlib import nullcontext
-
-    from npusim.face.outdir import OutputDir
-    from npusim.face.progress import Bar
-    from npusim.studies.executor import connect, default_jobs
-
-    client = connect(args.scheduler) if args.scheduler else None
-    with OutputDir(args.out) if args.out else nullcontext() as out:
-        bar = Bar(points, 0, label=label)
-        try:
-            result = run(jobs=args.jobs or default_jobs(), scheduler=client,
-                         on_record=lambda i, r: bar.step())
-        finally:
-            bar.close()
-            if client is not None:
-                client.close()
-        print("\n".join(text(result)))
-        names = write(result, out) if out is not None else []
-    if out is not None:
-        print(f"wrote {', '.join(names)} to {out.shown}")
-    return result
-
-
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -348,147 +250,6 @@ def _op_epilog(case, command: str) -> str:
     lines += ["", "examples:", f"  npusim {command} {case.name} --dtype {case.dtypes[0]}"]
     lines += [f"  npusim {command} {case.name} {extra}" for extra in case.examples]
     return "\n".join(lines)
-
-
-def _pairs(items: list, flag: str) -> dict:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise NpusimError(f"{flag} {item!r}: write KEY=VALUE")
-        pairs[key.strip()] = value.strip()
-    return pairs
-
-
-def _tiling(items: list) -> dict:
-    """``--tiling`` values: integers, true/false, else text; the operator checks the keys."""
-    values = {}
-    for key, text in _pairs(items, "--tiling").items():
-        low = text.lower()
-        if low in ("true", "false"):
-            values[key] = low == "true"
-        else:
-            try:
-                values[key] = int(text, 0)
-            except ValueError:
-                values[key] = text
-    return values
-
-
-def _inputs(args):
-    """(case, shape, dtype, params, tiling) from the common op arguments, checked."""
-    from npusim.cases import parse_dtype, parse_shape
-
-    case = args.case
-    shape = parse_shape(args.shape) if args.shape else case.default_shape
-    dtype = parse_dtype(args.dtype, case)
-    params = case.parse_params(_pairs(args.param, "--param"))
-    return case, shape, dtype, params, _tiling(args.tiling)
-
-
-def _run(args) -> int:
-    from contextlib import nullcontext
-
-    from npusim.cases.run import run_case
-    from npusim.chip import load_chip
-    from npusim.face.outdir import OutputDir
-    from npusim.face.progress import Progress
-    from npusim.face.report import summary_lines
-
-    case, shape, dtype, params, tiling = _inputs(args)
-    chip = load_chip(args.chip)
-    with OutputDir(args.out) if args.out else nullcontext() as out:
-        with Progress(f"running {case.name} on {chip.name}"):
-            run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
-                           seed=args.seed)
-        print("\n".join(summary_lines(run)))
-        if out is not None:
-            with Progress("writing the trace and plots"):
-                names = write_run_files(run, out)
-    if out is not None:
-        print(f"wrote {', '.join(names)} to {out.shown}")
-    return 0 if run.ok else 1
-
-
-def write_run_files(run, out) -> list:
-    """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``."""
-    from npusim.face import plot
-    from npusim.face.report import summary_dict
-
-    _write_json(out.file("summary.json"), summary_dict(run))
-    names = ["summary.json"]
-    if run.result.tracer is not None:
-        run.result.write_trace(out.file("trace.json"))
-        plot.pipeline(run.result, out.file("pipeline.png"), max_cores=2)
-        plot.memory(run.result, out.file("memory.png"))
-        names += ["trace.json", "pipeline.png", "memory.png"]
-    return names
-
-
-def _write_json(path: str, data) -> None:
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1, default=str)
-        f.write("\n")
-
-
-def _compare(args) -> int:
-    from contextlib import nullcontext
-
-    from npusim.cases.run import compare_runs
-    from npusim.chip import load_chip
-    from npusim.face import charts
-    from npusim.face.outdir import OutputDir
-    from npusim.face.progress import Progress
-    from npusim.face.report import compare_markdown, compare_text
-
-    case, shape, dtype, params, tiling = _inputs(args)
-    chips = [load_chip(name.strip()) for name in args.chips.split(",") if name.strip()]
-    if not chips:
-        raise NpusimError("--chips: name at least one chip (see npusim chips)")
-    with OutputDir(args.out) if args.out else nullcontext() as out:
-        with Progress(f"running {case.name} on {len(chips)} chips"):
-            runs = compare_runs(case, chips, shape, dtype, params, tiling, args.mode,
-                                args.seed, trace=False)
-        print(f"{case.aclnn}: {dtype}, shape {'x'.join(map(str, shape))}, seed {args.seed}")
-        print("\n".join(compare_text(runs)))
-        if out is not None:
-            charts.compare(runs, out.file("compare.png"))
-            _write_json(out.file("compare.json"), _compare_json(runs))
-            with open(out.file("compare.md"), "w") as f:
-                f.write("\n".join(compare_markdown(runs)) + "\n")
-    if out is not None:
-        print(f"wrote compare.png, compare.json, compare.md to {out.shown}")
-    else:
-        print("(add --out DIR for compare.png)")
-    return 0 if all(r.ok for r in runs if not r.error) else 1
-
-
-def _compare_json(runs) -> list:
-    from npusim.face.report import summary_dict
-
-    return [{"chip": r.chip.name, "error": r.error} if r.error else summary_dict(r)
-            for r in runs]
-
-
-def _chips(args) -> int:
-    from npusim.face.report import chip_table
-
-    for line in chip_table():
-        print(line)
-    return 0
-
-
-def _demo(args) -> int:
-    from npusim.face.demo import run_demo
-
-    return run_demo(args.out, quick=args.quick)
-
-
-def _bench(args) -> int:
-    from npusim.face.bench import run_bench
-
-    return run_bench(quick=args.quick, groups=args.group or ("micro", "standard", "ops"),
-                     json_path=args.json, against=args.against)
 
 
 if __name__ == "__main__":

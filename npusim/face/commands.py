@@ -1,0 +1,251 @@
+"""What each ``npusim`` command does, once ``npusim.face.cli`` has parsed its arguments: one
+function per command, taking the parsed arguments and returning the exit status.
+
+Each imports what it needs when it runs, so that ``npusim chips`` or a usage error does not
+load the simulator, the studies or matplotlib.
+"""
+
+import json
+import os
+
+from npusim.errors import NpusimError
+
+
+def sweep_command(args) -> int:
+    from npusim.cases import parse_shape
+    from npusim.studies.executor import default_jobs
+    from npusim.studies.sweep import sweep
+
+    case = args.case
+    rows = sweep(case.name, chip=args.chip,
+                 shape=parse_shape(args.shape) if args.shape else None, dtype=args.dtype,
+                 params=_pairs(args.param, "--param"), space=args.tiling,
+                 samples=args.samples, seed=args.seed, jobs=args.jobs or default_jobs(),
+                 scheduler=args.scheduler, check=args.check, out=args.out,
+                 resume=args.resume)
+    with open(os.path.join(args.out, "sweep.md")) as f:
+        print(f.read().rstrip())
+    print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
+    return 1 if any(r["status"] == "mismatch" for r in rows) else 0
+
+
+def predict_command(args) -> int:
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Bar
+    from npusim.studies.executor import connect, default_jobs
+    from npusim.studies.predict import predict
+    from npusim.studies.predict_report import headline, write_report
+    from npusim.studies.workload import load_workload
+
+    wl = load_workload(args.workload)
+    chips = [c.strip() for c in args.chips.split(",") if c.strip()]
+    if not chips:
+        raise NpusimError("--chips: name at least one chip (see npusim chips)")
+    client = connect(args.scheduler) if args.scheduler else None
+    with OutputDir(args.out) as out:
+        modelled = sum(c.modelled for c in wl.calls) * len(chips)
+        bar = Bar(modelled, 0, label="predict")
+        try:
+            result = predict(wl, chips, jobs=args.jobs or default_jobs(), scheduler=client,
+                             on_record=lambda i, r: bar.step())
+        finally:
+            bar.close()
+            if client is not None:
+                client.close()
+        names = write_report(result, out)
+    print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(chips)}")
+    print("\n".join(line.replace("**", "") for line in headline(result)))
+    print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0
+
+
+def validate_command(args) -> int:
+    from npusim.studies.validate import load_table, validate
+    from npusim.studies.validate_report import text_lines, write_validation
+
+    rows = load_table(args.table)
+    todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
+    result = _study(args, len(todo), "validate",
+                    lambda **kw: validate(rows, slow=not args.skip_slow, **kw),
+                    text_lines, write_validation)
+    return 0 if result["within"] == result["ran"] else 1
+
+
+def correlate_command(args) -> int:
+    from npusim.chip import load_chip
+    from npusim.studies.correlate import correlate, plan, read_csv
+    from npusim.studies.validate_report import correlate_text, write_correlation
+
+    chip = load_chip(args.chip)
+    rows = read_csv(args.csv)
+    _study(args, len(plan(rows, chip.name)[1]), "correlate",
+           lambda **kw: correlate(args.csv, chip.name, rows=rows, **kw),
+           correlate_text, write_correlation)
+    return 0
+
+
+def _study(args, points: int, label: str, run, text, write):
+    """Run a study's points on the executor ``args`` asks for (--jobs, --scheduler) with a
+    points bar, print its text, write its files into --out if given; return its result."""
+    from contextlib import nullcontext
+
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Bar
+    from npusim.studies.executor import connect, default_jobs
+
+    client = connect(args.scheduler) if args.scheduler else None
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        bar = Bar(points, 0, label=label)
+        try:
+            result = run(jobs=args.jobs or default_jobs(), scheduler=client,
+                         on_record=lambda i, r: bar.step())
+        finally:
+            bar.close()
+            if client is not None:
+                client.close()
+        print("\n".join(text(result)))
+        names = write(result, out) if out is not None else []
+    if out is not None:
+        print(f"wrote {', '.join(names)} to {out.shown}")
+    return result
+
+
+def _pairs(items: list, flag: str) -> dict:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise NpusimError(f"{flag} {item!r}: write KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _tiling(items: list) -> dict:
+    """``--tiling`` values: integers, true/false, else text; the operator checks the keys."""
+    values = {}
+    for key, text in _pairs(items, "--tiling").items():
+        low = text.lower()
+        if low in ("true", "false"):
+            values[key] = low == "true"
+        else:
+            try:
+                values[key] = int(text, 0)
+            except ValueError:
+                values[key] = text
+    return values
+
+
+def _inputs(args):
+    """(case, shape, dtype, params, tiling) from the common op arguments, checked."""
+    from npusim.cases import parse_dtype, parse_shape
+
+    case = args.case
+    shape = parse_shape(args.shape) if args.shape else case.default_shape
+    dtype = parse_dtype(args.dtype, case)
+    params = case.parse_params(_pairs(args.param, "--param"))
+    return case, shape, dtype, params, _tiling(args.tiling)
+
+
+def run_command(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim.cases.run import run_case
+    from npusim.chip import load_chip
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Progress
+    from npusim.face.report import summary_lines
+
+    case, shape, dtype, params, tiling = _inputs(args)
+    chip = load_chip(args.chip)
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        with Progress(f"running {case.name} on {chip.name}"):
+            run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
+                           seed=args.seed)
+        print("\n".join(summary_lines(run)))
+        if out is not None:
+            with Progress("writing the trace and plots"):
+                names = write_run_files(run, out)
+    if out is not None:
+        print(f"wrote {', '.join(names)} to {out.shown}")
+    return 0 if run.ok else 1
+
+
+def write_run_files(run, out) -> list:
+    """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``."""
+    from npusim.face import plot
+    from npusim.face.report import summary_dict
+
+    _write_json(out.file("summary.json"), summary_dict(run))
+    names = ["summary.json"]
+    if run.result.tracer is not None:
+        run.result.write_trace(out.file("trace.json"))
+        plot.pipeline(run.result, out.file("pipeline.png"), max_cores=2)
+        plot.memory(run.result, out.file("memory.png"))
+        names += ["trace.json", "pipeline.png", "memory.png"]
+    return names
+
+
+def _write_json(path: str, data) -> None:
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+        f.write("\n")
+
+
+def compare_command(args) -> int:
+    from contextlib import nullcontext
+
+    from npusim.cases.run import compare_runs
+    from npusim.chip import load_chip
+    from npusim.face import charts
+    from npusim.face.outdir import OutputDir
+    from npusim.face.progress import Progress
+    from npusim.face.report import compare_markdown, compare_text
+
+    case, shape, dtype, params, tiling = _inputs(args)
+    chips = [load_chip(name.strip()) for name in args.chips.split(",") if name.strip()]
+    if not chips:
+        raise NpusimError("--chips: name at least one chip (see npusim chips)")
+    with OutputDir(args.out) if args.out else nullcontext() as out:
+        with Progress(f"running {case.name} on {len(chips)} chips"):
+            runs = compare_runs(case, chips, shape, dtype, params, tiling, args.mode,
+                                args.seed, trace=False)
+        print(f"{case.aclnn}: {dtype}, shape {'x'.join(map(str, shape))}, seed {args.seed}")
+        print("\n".join(compare_text(runs)))
+        if out is not None:
+            charts.compare(runs, out.file("compare.png"))
+            _write_json(out.file("compare.json"), _compare_json(runs))
+            with open(out.file("compare.md"), "w") as f:
+                f.write("\n".join(compare_markdown(runs)) + "\n")
+    if out is not None:
+        print(f"wrote compare.png, compare.json, compare.md to {out.shown}")
+    else:
+        print("(add --out DIR for compare.png)")
+    return 0 if all(r.ok for r in runs if not r.error) else 1
+
+
+def _compare_json(runs) -> list:
+    from npusim.face.report import summary_dict
+
+    return [{"chip": r.chip.name, "error": r.error} if r.error else summary_dict(r)
+            for r in runs]
+
+
+def chips_command(args) -> int:
+    from npusim.face.report import chip_table
+
+    for line in chip_table():
+        print(line)
+    return 0
+
+
+def demo_command(args) -> int:
+    from npusim.face.demo import run_demo
+
+    return run_demo(args.out, quick=args.quick)
+
+
+def bench_command(args) -> int:
+    from npusim.face.bench import run_bench
+
+    return run_bench(quick=args.quick, groups=args.group or ("micro", "standard", "ops"),
+                     json_path=args.json, against=args.against)
