@@ -111,6 +111,16 @@ def test_the_engine_imports_neither_face_studies_nor_ops():
     assert not bad, bad
 
 
+def test_the_studies_reach_operators_only_through_the_registry():
+    """sweep, predict, validate and correlate run points through ``npusim.cases``, never the
+    engine, the kernels or the instructions directly (shared/DESIGN.md: one executor)."""
+    graph = import_graph()
+    banned = ("npusim.engine", "npusim.ops", "npusim.dsl", "npusim.isa", "npusim.micro")
+    bad = [(a, b) for a, b in graph.edges if a.startswith("npusim.studies")
+           and b.startswith(banned)]
+    assert not bad, bad
+
+
 def test_no_import_circle():
     cycles = list(nx.simple_cycles(import_graph()))
     assert not cycles, "\n".join(" -> ".join([*c, c[0]]) for c in cycles[:20])
