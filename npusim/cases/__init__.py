@@ -24,7 +24,7 @@ __all__ = ["CASES", "OpCase", "Param", "available_names", "find_case", "lookup_c
            "parse_dtype", "parse_shape"]
 
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
-                                               EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
+                                      EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
 
 
 def lookup_case(name) -> OpCase | None:

@@ -23,7 +23,6 @@ GM_ALIGN_BYTES = 512  # allocation alignment of GM tensors (ALIGN512 best practi
 _new = object.__new__
 
 
-
 class Buffer:
     """One on-chip memory of one core, e.g. the UB of ``aiv3``."""
 

@@ -8,6 +8,7 @@ numbers come from ``npusim.cases.run.metrics``; this module only words and align
 
 from npusim.cases.run import CaseRun, metrics, tiling_dict
 from npusim.chip import load_chip
+from npusim.studies.fidelity import check
 
 
 def shape_text(shape) -> str:
@@ -65,8 +66,6 @@ def summary_lines(run: CaseRun) -> list:
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
     """The fidelity rule's sentence for a timed run (``npusim.studies.fidelity``), or ""."""
-    from npusim.studies.fidelity import check
-
     if run.error or not run.result.cycles:
         return ""
     m = m or metrics(run)
