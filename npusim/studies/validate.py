@@ -24,8 +24,10 @@ from npusim.errors import NpusimError
 from npusim.studies.executor import kernel_cycles, run_points
 
 TABLE = Path(__file__).with_name("validation.toml")
+STATUS = Path(__file__).with_name("validation_status.toml")   # the figures the tests hold
 UNITS = {"us": 1.0, "TFLOPS": 1e12, "TB/s": 1e12}
 RATES = ("work", "vector_ops")
+COMPARES = ("kernel", "kernels", "op")   # one named kernel; the sum of the kernels; the op
 VECTOR_OPS = {"abs", "add", "adds", "block_reduce_max", "block_reduce_sum", "brcb", "cast",
               "compare", "div", "duplicate", "exp", "gather", "ln", "max", "maxs", "min",
               "mins", "mul", "muls", "reciprocal", "reduce_max", "reduce_sum", "relu",
@@ -60,15 +62,23 @@ class Row:
     rate: str = "work"
     lane_slots: float = 1.0   # fp16 lane slots one vector element operation takes (2: fp32)
     slow: bool = False
+    tiling: dict = field(default_factory=dict)
+    not_modelled: str = ""    # why npusim cannot model the measurement: shown, never counted
+
+    @property
+    def counted(self) -> bool:
+        """Whether the row counts in the table's figures (a row npusim cannot model does not)."""
+        return not self.not_modelled
 
     def point(self) -> dict:
         return {"op": self.op, "chip": self.model, "shape": list(self.shape),
-                "dtype": self.dtype, "params": dict(self.params), "tiling": None,
+                "dtype": self.dtype, "params": dict(self.params),
+                "tiling": dict(self.tiling) or None,
                 "numerics": False, "check": False, "seed": 0}
 
     def key(self) -> tuple:
         return (self.op, self.model, tuple(self.shape), self.dtype,
-                tuple(sorted(self.params.items())))
+                tuple(sorted(self.params.items())), tuple(sorted(self.tiling.items())))
 
 
 def load_table(path=None) -> list:
@@ -95,6 +105,9 @@ def _row(entry: dict, i: int, path) -> Row:
         raise NpusimError(f"validation table {path}: row {entry['id']}: unit "
                           f"{entry['unit']!r} (allowed {', '.join(UNITS)}) or rate "
                           f"{entry.get('rate')!r} (allowed {', '.join(RATES)})")
+    if entry["compare"] not in COMPARES:
+        raise NpusimError(f"validation table {path}: row {entry['id']}: compare "
+                          f"{entry['compare']!r} (allowed {', '.join(COMPARES)})")
     if entry["compare"] == "kernel" and not entry.get("kernel"):
         raise NpusimError(f"validation table {path}: row {entry['id']}: compare = \"kernel\" "
                           "needs kernel = the kernel's name")
@@ -102,6 +115,7 @@ def _row(entry: dict, i: int, path) -> Row:
     values = {k: v for k, v in entry.items() if k in known}
     values["shape"] = tuple(entry["shape"])
     values["params"] = {k: str(v) for k, v in entry.get("params", {}).items()}
+    values["tiling"] = dict(entry.get("tiling", {}))
     return Row(**values)
 
 
@@ -118,10 +132,18 @@ def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
                          on_record=on_record)
     by_key = dict(zip(keys, records, strict=True))
     results = [result(r, by_key.get(r.key())) for r in rows]
-    ran = [x for x in results if x["status"] == "ok"]
+    return {"rows": results, **summary(results)}
+
+
+def summary(results: list) -> dict:
+    """The table's figures over the counted rows that ran: "mae" (mean |error|), "ran",
+    "within" (rows within tolerance), "missed" (ids of counted rows outside), "not_modelled"
+    (ids of rows shown but not counted)."""
+    ran = [x for x in results if x["status"] == "ok" and x["row"].counted]
     mae = sum(abs(x["error"]) for x in ran) / len(ran) if ran else 0.0
-    return {"rows": results, "mae": mae, "ran": len(ran),
-            "within": sum(x["within"] for x in ran)}
+    return {"mae": mae, "ran": len(ran), "within": sum(x["within"] for x in ran),
+            "missed": [x["id"] for x in ran if not x["within"]],
+            "not_modelled": [x["id"] for x in results if not x["row"].counted]}
 
 
 def result(row: Row, record) -> dict:
@@ -149,6 +171,8 @@ def result(row: Row, record) -> dict:
 
 
 def _kernel_cycles(row: Row, record: dict):
+    if row.compare == "kernels":    # device time: the kernels' own spans, gaps excluded
+        return sum(k["cycles"] for k in record["kernels"])
     return record["cycles"] if row.compare == "op" else kernel_cycles(record, row.kernel)
 
 
@@ -186,3 +210,36 @@ def measured_fraction(row: Row) -> float:
     if row.covers == "hbm" and row.unit == "TB/s":
         return row.value * 1e12 / chip.hbm_bytes_per_s
     return 0.0
+
+
+def load_status(path=None) -> dict:
+    """The committed figures of the table (``validation_status.toml``): {"within", "counted",
+    "mae", "errors": {row id: error}}; the test suite holds a fresh run to them (a ratchet),
+    and the error bands beside predictions (``npusim.studies.bands``) come from them."""
+    path = Path(path) if path else STATUS
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NpusimError(f"validation status {path}: {' '.join(str(exc).split())}") from None
+    return {"within": int(raw["within"]), "counted": int(raw["counted"]),
+            "mae": float(raw["mae"]), "errors": dict(raw.get("errors", {}))}
+
+
+def write_status(result: dict, path=None) -> Path:
+    """Record a whole run of the table (slow rows included) as the committed figures."""
+    skipped = [x["id"] for x in result["rows"] if x["status"] != "ok"]
+    if skipped:
+        raise NpusimError(f"validation status: every row must run to be recorded; not run: "
+                          f"{', '.join(skipped)}")
+    path = Path(path) if path else STATUS
+    lines = ["# The validation table's figures as last recorded (npusim validate --record),",
+             "# after the model changes they judge. tests/test_validate.py holds a fresh run to",
+             "# them: no fewer counted rows within tolerance, no larger mean error, and every",
+             "# row's error where it was recorded. Rows not modelled are listed, not counted.",
+             f"counted = {result['ran']}", f"within = {result['within']}",
+             f"mae = {result['mae']:.4f}", "", "[errors]"]
+    lines += [f'"{x["id"]}" = {x["error"]:.4f}' for x in result["rows"]]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path

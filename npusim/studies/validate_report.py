@@ -3,7 +3,8 @@
 ``table_rows`` and ``text_lines`` make the validation table ``npusim validate`` prints;
 ``write_validation`` writes validation.md, validation.csv, validation.json and validation.png
 into an ``OutputDir``. ``scatter`` draws predicted against measured times on log-log axes with
-the y = x line and a +-20% band; ``npusim correlate`` uses it too.
+the y = x line and, for the validation table, each row's own tolerance as a bar through its
+point (rows npusim does not model drawn hollow); ``npusim correlate`` uses it with a +-20% band.
 """
 
 import csv
@@ -29,14 +30,26 @@ def table_rows(result: dict) -> list:
         ok = x["status"] == "ok"
         out.append([r.id, f"{r.chip} ({r.model})", r.measurement, r.timed,
                     _us(x["measured_us"]), _us(x["predicted_us"]), _us(x["op_us"]),
-                    f"{x['error']:+.1%}" if ok else x["status"], f"+-{r.tolerance:.0%}",
-                    ("yes" if x["within"] else "NO") if ok else "-"])
+                    f"{x['error']:+.1%}" if ok else x["status"],
+                    f"+-{r.tolerance:.0%}" if r.counted else "not modelled",
+                    _within(x) if ok else "-"])
     return out
 
 
+def _within(x: dict) -> str:
+    if not x["row"].counted:
+        return "not counted"
+    return "yes" if x["within"] else "NO"
+
+
 def summary(result: dict) -> str:
-    return (f"{result['ran']} rows ran, {result['within']} within tolerance; mean absolute "
-            f"error {result['mae']:.1%}")
+    text = (f"{result['ran']} counted rows ran, {result['within']} within tolerance; mean "
+            f"absolute error {result['mae']:.1%}")
+    if result.get("missed"):
+        text += f"; outside: {', '.join(result['missed'])}"
+    if result.get("not_modelled"):
+        text += f"; not modelled (not counted): {', '.join(result['not_modelled'])}"
+    return text
 
 
 def text_lines(result: dict) -> list:
@@ -72,7 +85,8 @@ def records(result: dict) -> list:
                     "url": r.url, "chip": r.chip, "model": r.model, "timed": r.timed,
                     "value": r.value, "unit": r.unit, "op": r.op, "shape": list(r.shape),
                     "dtype": r.dtype, "params": r.params, "compare": r.compare,
-                    "kernel": r.kernel, "tolerance": r.tolerance, "status": x["status"],
+                    "kernel": r.kernel, "tiling": r.tiling, "tolerance": r.tolerance,
+                    "counted": r.counted, "not_modelled": r.not_modelled, "status": x["status"],
                     "measured_us": x["measured_us"], "predicted_us": x["predicted_us"],
                     "op_us": x["op_us"], "error": x["error"], "within": x["within"],
                     "why": x["why"]})
@@ -88,19 +102,24 @@ def write_validation(result: dict, out) -> list:
         writer = csv.DictWriter(f, fieldnames=list(data[0]))
         writer.writeheader()
         writer.writerows({**d, "shape": "x".join(map(str, d["shape"])),
-                          "params": json.dumps(d["params"])} for d in data)
+                          "params": json.dumps(d["params"]),
+                          "tiling": json.dumps(d["tiling"])} for d in data)
     with open(out.file("validation.json"), "w", encoding="utf-8") as f:
-        json.dump({"rows": data, "mae": result["mae"], "ran": result["ran"],
-                   "within": result["within"]}, f, indent=1)
+        json.dump({"rows": data, **{k: result[k] for k in ("mae", "ran", "within", "missed",
+                                                           "not_modelled") if k in result}},
+                  f, indent=1)
         f.write("\n")
-    points = [(x["measured_us"], x["predicted_us"], x["id"]) for x in result["rows"]
-              if x["status"] == "ok"]
-    scatter(points, out.file("validation.png"), "npusim against published measurements")
+    ok = [x for x in result["rows"] if x["status"] == "ok"]
+    points = [(x["measured_us"], x["predicted_us"], x["id"]) for x in ok]
+    bands = [x["row"].tolerance if x["row"].counted else None for x in ok]
+    scatter(points, out.file("validation.png"), "npusim against published measurements",
+            tolerances=bands)
     return ["validation.md", "validation.csv", "validation.json", "validation.png"]
 
 
-def scatter(points: list, path, title: str) -> str:
-    """Predicted against measured (us), log-log, each point labelled; y = x and +-BAND."""
+def scatter(points: list, path, title: str, tolerances=None) -> str:
+    """Predicted against measured (us), log-log, each point labelled; y = x and +-BAND, or,
+    with ``tolerances`` (one per point; None: not modelled), each point's own band as a bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,11 +132,20 @@ def scatter(points: list, path, title: str) -> str:
     lo, hi = min(values) / 2, max(values) * 2
     line = [lo, hi]
     ax.plot(line, line, color="black", lw=1, label="predicted = measured")
-    ax.fill_between(line, [v * (1 - BAND) for v in line], [v * (1 + BAND) for v in line],
-                    color="C2", alpha=0.15, label=f"+-{BAND:.0%}")
+    if tolerances is None:
+        ax.fill_between(line, [v * (1 - BAND) for v in line], [v * (1 + BAND) for v in line],
+                        color="C2", alpha=0.15, label=f"+-{BAND:.0%}")
     for i, (m, p, label) in enumerate(points):   # numbered points, named in the legend
-        ax.scatter([m], [p], color=f"C{i % 10}", marker="os^Dv"[i // 10 % 5], s=24, zorder=3,
-                   label=f"{i + 1}: {label}")
+        tol = tolerances[i] if tolerances is not None else BAND
+        colour = f"C{i % 10}"
+        if tolerances is not None and tol is not None:   # the row's own band, at its x
+            ax.plot([m, m], [m * (1 - tol), m * (1 + tol)], color=colour, lw=3, alpha=0.3,
+                    solid_capstyle="butt")
+        hollow = tolerances is not None and tol is None
+        ax.scatter([m], [p], s=24, zorder=3, marker="os^Dv"[i // 10 % 5],
+                   facecolors="none" if hollow else colour, edgecolors=colour,
+                   label=f"{i + 1}: {label}" + (" (not modelled)" if hollow else
+                                                f" (+-{tol:.0%})" if tolerances else ""))
         ax.annotate(str(i + 1), (m, p), fontsize=7, xytext=(4, 2), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
