@@ -93,6 +93,9 @@ class ConvBackwardTiling:
     dw_block_dim: int    # cube cores of the dw kernel
     dw_k_parts: int      # parts K of dw is split into (partial sums added in GM)
     deterministic: bool  # dw partials reduced in a fixed order instead of atomic adds
+    dw_v2: bool          # dw runs the Ascend C Conv3DBackpropFilterV2 (A2; zeroes its output
+                         # itself) rather than the TBE kernel after a MemSet; default: aclnn's
+                         # choice (``ops/conv_route.py``)
     narrow: bool         # where the output height is 1 (1-D): an L1 chunk holds only the map
                          # columns its outputs reach (dx: the M block's, dw: the position
                          # chunk's), not the whole row; the default when the row does not fit
@@ -161,7 +164,7 @@ def _start(chip, dx, item, bias_n) -> ConvBackwardTiling:
                               dx_step_m=1, dx_b1_keep=False, dw_step_m=1,
                               dw_step_k=128 // item, dw_step_kh=0, l1_buffers=2, l0_buffers=2,
                               dx_block_dim=1, dw_block_dim=1, dw_k_parts=1,
-                              deterministic=False, narrow=False,
+                              deterministic=False, dw_v2=False, narrow=False,
                               bias_block_dim=max(1, min(chip.vector_core_count, bias_n)),
                               bias_tile=4096)
 
@@ -350,10 +353,13 @@ def _dw_step(chip, p, t, c0, item) -> int:
     return 0
 
 
-def conv_tiling(chip, dx, dw, c0, item, bias_n, overrides) -> ConvBackwardTiling:
-    """The user's ``overrides``, every other field derived from them, validated."""
+def conv_tiling(chip, dx, dw, c0, item, bias_n, overrides, dw_v2=False) -> ConvBackwardTiling:
+    """The user's ``overrides``, every other field derived from them, validated; ``dw_v2``:
+    aclnn's choice of the V2 dw kernel (a deterministic dw on Atlas A2 always runs it)."""
     t = override(_start(chip, dx, item, bias_n), overrides, OP)
     fixed = set(overrides or ())
+    if "dw_v2" not in fixed:
+        t = _replace(t, dw_v2=bool(dw_v2 or (t.deterministic and chip.separated)))
     _validate_blocks(t, c0)
     t = derive(chip, t, dx, dw, c0, item, fixed)
     validate(chip, t, dx, dw, c0, item, fixed)
@@ -393,6 +399,12 @@ def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
     _require(t.base_m * t.base_n * 4 <= chip.l0c_bytes, f"base_m x base_n x 4 = "
              f"{t.base_m * t.base_n * 4} bytes of L0C; {chip.name} has {chip.l0c_bytes}")
     _require(t.deterministic in (True, False), "deterministic: True or False")
+    _require(t.dw_v2 in (True, False), "dw_v2: True or False")
+    _require(not t.dw_v2 or chip.separated, f"dw_v2 = True on {chip.name}: the V2 dw kernel "
+             "runs on Atlas A2 only (allowed False)")
+    _require(t.dw_v2 or not (t.deterministic and chip.separated), "deterministic = True on "
+             f"{chip.name} with dw_v2 = False: a deterministic dw runs the V2 kernel there "
+             "(allowed dw_v2 True)")
     _require(t.narrow in (True, False), "narrow: True or False")
     _require(1 <= t.bias_block_dim <= chip.vector_core_count, f"bias_block_dim = "
              f"{t.bias_block_dim}: 1 to {chip.vector_core_count}")

@@ -14,10 +14,12 @@ Kernels in ``stats["kernels"]`` in launch order, by ``op_type`` (msprof's OP Typ
 adds the tensor, e.g. ``TransData(gradOutput.5hd)``): [Contiguous per strided input],
 TransData (gradOutput), then for gradInput TransData (weight), the dx kernel (Conv2DBackpropInput
 for 1D/2D, Conv3DBackpropInputV2 for 3D; Conv2D / Conv3DV2 when ``transposed``), TransData
-(gradInput); for gradWeight TransData (input), [MemSet of the fp32 workspace when the 2D TBE dw
-kernel adds atomically: ``dw_k_parts > 1``, not deterministic], the dw kernel
-(Conv2DBackpropFilter for 1D/2D, Conv3DBackpropFilterV2 for 3D and for a deterministic dw on
-Atlas A2: a MIX_AIC kernel whose vector cores sum the partials; it zeroes its output itself),
+(gradInput); for gradWeight TransData (input), [MemSet of the fp32 workspace when a TBE dw
+kernel adds atomically: the 2D one when ``dw_k_parts > 1``, the 3D one always; not
+deterministic], the dw kernel (Conv2DBackpropFilter for 1D/2D; for 3D the TBE
+Conv3DBackpropFilter or the Ascend C Conv3DBackpropFilterV2 as aclnn picks them,
+``ops/conv_route.py``; V2 also for a deterministic dw on Atlas A2: a MIX_AIC kernel whose
+vector cores sum the partials; V2 zeroes its output itself),
 [ReduceDwPartials when deterministic on a coupled chip (Atlas training: the TBE deterministic
 binary's schedule is not public, so the sum stays a vector kernel of its own)], TransData
 (gradWeight); for gradBias ReduceSum.
@@ -41,6 +43,7 @@ from npusim.ops.conv_args import check_convolution_backward
 from npusim.ops.conv_cube import DwKernel, DxKernel
 from npusim.ops.conv_dw_mixed import DwMixedKernel, workspace_elements
 from npusim.ops.conv_geometry import dw_problem, dx_problem
+from npusim.ops.conv_route import aclnn_dw_v2
 from npusim.ops.conv_tiling import conv_tiling, dw_block_grid, dw_l1_bytes, dx_l1_bytes
 from npusim.ops.conv_vector import BiasGradKernel, PartialSumKernel
 from npusim.ops.memset import launch_memset
@@ -76,7 +79,8 @@ def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padd
         if spec.mask[1] and work else None
     cd = np.dtype(spec.compute_dtype)
     c0 = 32 // cd.itemsize
-    t = conv_tiling(chip, dx, dw, c0, cd.itemsize, spec.cout, tiling)
+    t = conv_tiling(chip, dx, dw, c0, cd.itemsize, spec.cout, tiling,
+                    dw_v2=dw is not None and aclnn_dw_v2(spec, chip))
     run = OpRun(chip, mode=mode, numerics=numerics, trace=trace, sanitize=sanitize,
                 jitter=jitter)
     ctx = _Ctx(run, spec, t, cd, c0)
@@ -130,7 +134,8 @@ class _Ctx:
         hw = p.out_dhw[1] * p.out_dhw[2]
         nd = self.tensor("gradInput.nd", s.dx_dtype, p.n * p.groups * p.out_dhw[0] * hw * n16)
         l1_a, l1_b = dx_l1_bytes(p, t, self.c0, self.cd.itemsize)
-        run.launch(DxKernel, block_dim=t.dx_block_dim, name=op_types(s, t, run.chip)[0],
+        dx_type = op_types(s, t, run.chip)[0]
+        run.launch(DxKernel, block_dim=t.dx_block_dim, name=dx_type, impl=impl_of(dx_type),
                    args=dict(dy5=dy5, wb=wb, out=nd, prob=p, tiling=t, cd=self.cd,
                              out_dtype=np.dtype(s.dx_dtype), l1_a=l1_a, l1_b=l1_b,
                              hf32=s.hf32))
@@ -187,7 +192,7 @@ class _Ctx:
         """The dw kernel's arguments but its workspaces; the kernel's op type."""
         s, t, run = self.spec, self.t, self.run
         dw_type = op_types(s, t, run.chip)[1]
-        zero_out = per if dw_type == "Conv3DBackpropFilterV2" and run.chip.has_inter_core_sync \
+        zero_out = per if t.dw_v2 and run.chip.has_inter_core_sync \
             else 0    # the V2 kernel zeroes its output itself, then SyncAll
         l1_a, l1_b = dw_l1_bytes(p, t, self.c0, self.cd.itemsize)
         return dict(grad5=grad5, feat5=feat5, prob=p, tiling=t, cd=self.cd, l1_a=l1_a,
@@ -195,12 +200,15 @@ class _Ctx:
                     zero_out=zero_out), dw_type
 
     def dw_cube(self, p, grad5, feat5, ws, per):
-        """The cube-only dw kernel into ``ws`` (after a MemSet when the TBE kernel adds)."""
+        """The cube-only dw kernel into ``ws``, after a MemSet when the TBE kernel adds: the
+        2-D one when it splits K, the 3-D one always (CANN declares its output atomic)."""
         t, run = self.t, self.run
         args, dw_type = self.dw_args(p, grad5, feat5, per)
-        if t.dw_k_parts > 1 and not t.deterministic and not args["zero_out"]:
-            launch_memset(run, ws, per)   # the TBE kernel atomically adds into ws
-        run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type, args=args | dict(ws=ws))
+        adds = t.dw_k_parts > 1 or dw_type == "Conv3DBackpropFilter"
+        if adds and not t.deterministic and not args["zero_out"]:
+            launch_memset(run, ws, per)
+        run.launch(DwKernel, block_dim=t.dw_block_dim, name=dw_type, impl=impl_of(dw_type),
+                   args=args | dict(ws=ws))
 
     def dw_mixed(self, p, grad5, feat5, per):
         """The deterministic A2 dw as one mixed kernel (``ops/conv_dw_mixed.py``): partials in
@@ -226,16 +234,25 @@ class _Ctx:
 
 
 def op_types(spec, t, chip) -> tuple[str, str]:
-    """(dx, dw) kernels' op types as CANN names them (kernels.md §2(b)): 1D runs as 2D; 3D
-    runs the Ascend C V2 kernels; A2 routes a deterministic dw to Conv3DBackpropFilterV2; the
-    dx of a transposed convolution is a forward convolution."""
+    """(dx, dw) kernels' op types as CANN names them (kernels.md §2(b)): 1D runs as 2D; 3D dx
+    runs the Ascend C V2 kernel; dw runs Conv3DBackpropFilterV2 when ``t.dw_v2`` (aclnn's
+    choice, ``ops/conv_route.py``; always for a deterministic dw on A2), else the TBE
+    Conv3DBackpropFilter (3D) or Conv2DBackpropFilter; the dx of a transposed convolution is a
+    forward convolution."""
     three_d = spec.input.ndim == 5
     if spec.transposed:
         dx = "Conv3DV2" if three_d else "Conv2D"
     else:
         dx = "Conv3DBackpropInputV2" if three_d else "Conv2DBackpropInput"
-    v2 = three_d or (t.deterministic and chip.separated)
-    return dx, ("Conv3DBackpropFilterV2" if v2 else "Conv2DBackpropFilter")
+    if t.dw_v2:
+        return dx, "Conv3DBackpropFilterV2"
+    return dx, ("Conv3DBackpropFilter" if three_d else "Conv2DBackpropFilter")
+
+
+def impl_of(op_type: str) -> str:
+    """How CANN builds a convolution kernel: the V2 kernels in Ascend C, the others with TBE
+    (kernels.md §2(b): the legacy Conv2D* and Conv3DBackpropFilter ops)."""
+    return "ascendc" if op_type.endswith("V2") else "tbe"
 
 
 def bias_tile(t, positions: int) -> int:

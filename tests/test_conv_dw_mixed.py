@@ -61,7 +61,7 @@ def dirty_workspaces(monkeypatch):
 
 
 def test_3d_atomic_dw_zeroes_its_output_before_the_first_add(kernels):
-    r, _ = conv(tiling={"dw_k_parts": 2})
+    r, _ = conv(tiling={"dw_k_parts": 2, "dw_v2": True})
     k = kernels["Conv3DBackpropFilterV2"][0]
     assert "MemSet" not in [s["op_type"] for s in r.stats["kernels"]]
     recs = k.tracer.records
@@ -81,7 +81,8 @@ def test_3d_atomic_dw_zeroes_its_output_before_the_first_add(kernels):
                for rec in adds)   # every partial lands in the zeroed output
 
 
-@pytest.mark.parametrize("nd,tiling", [(3, {"dw_k_parts": 2}), (3, {"dw_k_parts": 1}),
+@pytest.mark.parametrize("nd,tiling", [(3, {"dw_k_parts": 2, "dw_v2": True}),
+                                       (3, {"dw_k_parts": 1, "dw_v2": True}),
                                        (2, {"dw_k_parts": 2, "deterministic": True})])
 def test_v2_dw_zeroing_is_real(monkeypatch, nd, tiling):
     """A dirty output comes out right: the kernel's zeroing, not a zero GM, clears it."""
@@ -94,7 +95,7 @@ def test_v2_dw_zeroing_is_real(monkeypatch, nd, tiling):
 def test_3d_dw_zeroing_is_charged(monkeypatch):
     """The zeroing costs the V2 kernel cycles (the same run without it is shorter)."""
     def body():
-        r, _ = conv(tiling={"dw_k_parts": 2}, numerics=False, trace=False)
+        r, _ = conv(tiling={"dw_k_parts": 2, "dw_v2": True}, numerics=False, trace=False)
         return {s["op_type"]: s for s in r.stats["kernels"]}["Conv3DBackpropFilterV2"]
 
     zeroed = body()["body_cycles"]

@@ -62,7 +62,8 @@ def expected_costs(r):
     """Per kernel (launch, wait) cycles from the chip model, and the operator's cycles."""
     c, total, out = r.chip, 0, []
     for i, k in enumerate(r.stats["kernels"]):
-        launch = c.kernel_start_cycles + c.kernel_start_per_block_cycles * k["blocks"]
+        fixed = c.tbe_kernel_start_cycles if k["impl"] == "tbe" else c.kernel_start_cycles
+        launch = fixed + c.kernel_start_per_block_cycles * k["blocks"]
         wait = c.kernel_gap_cycles if i else 0
         out.append((launch, wait))
         total += wait + launch + k["body_cycles"]
@@ -111,10 +112,13 @@ def test_fixed_costs_come_from_the_chip_model(tmp_path):
     base = conv(numerics=False, trace=False)
     c = base.chip
     path = edited_chip(tmp_path, kernel_start_cycles=c.kernel_start_cycles + 1000,
+                       tbe_kernel_start_cycles=c.tbe_kernel_start_cycles + 300,
                        kernel_gap_cycles=c.kernel_gap_cycles + 500)
     moved = conv(chip=str(path), numerics=False, trace=False)
-    n = len(base.stats["kernels"])
-    assert moved.cycles - base.cycles == 1000 * n + 500 * (n - 1)
+    impls = [k["impl"] for k in base.stats["kernels"]]
+    n, tbe = len(impls), impls.count("tbe")
+    assert 0 < tbe < n   # TransData and the Conv2D kernels (TBE); ReduceSum (Ascend C)
+    assert moved.cycles - base.cycles == 1000 * (n - tbe) + 300 * tbe + 500 * (n - 1)
 
 
 def test_trace_shows_launch_and_gap_slices(tmp_path):
@@ -174,7 +178,7 @@ def test_embedding_atomics_follow_zeros_like(variant):
 @pytest.mark.parametrize("nd,transposed,chip,dx,dw", [
     (1, False, "atlas-a2", "Conv2DBackpropInput", "Conv2DBackpropFilter"),
     (2, False, "atlas-a2", "Conv2DBackpropInput", "Conv2DBackpropFilter"),
-    (3, False, "atlas-a2", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"),
+    (3, False, "atlas-a2", "Conv3DBackpropInputV2", "Conv3DBackpropFilter"),
     (2, True, "atlas-a2", "Conv2D", "Conv2DBackpropFilter"),
     (2, False, "atlas-training", "Conv2DBackpropInput", "Conv2DBackpropFilter"),
 ])

@@ -2,10 +2,12 @@
 
 Three costs, each from the chip model's ``[launch]`` section (``models/*.toml``):
 
-- the start-up of a kernel on its cores (``kernel_start_cycles`` plus
-  ``kernel_start_per_block_cycles`` per block started): the time from the task's start to the
-  first instruction on its cores; it is part of the kernel's task duration, as msprof's
-  Task Duration counts it, and shows in the trace as a ``launch`` slice on each core's PIPE-S;
+- the start-up of a kernel on its cores (``kernel_start_cycles`` for an Ascend C kernel,
+  ``tbe_kernel_start_cycles`` for a kernel CANN builds with TBE or TIK, the dynamic-shape
+  TransData, MemSet and legacy convolution kernels; plus ``kernel_start_per_block_cycles``
+  per block started): the time from the task's start to the first instruction on its cores;
+  it is part of the kernel's task duration, as msprof's Task Duration counts it, and shows in
+  the trace as a ``launch`` slice on each core's PIPE-S;
 - the tiling-data read: each core reads its tiling struct from GM in the kernel's prologue
   (Ascend C's GetTilingData), one scalar ``gm_get_value`` per ``tiling_line_bytes`` line, a
   real simulated GM read charged by the engine like any other;
@@ -53,9 +55,13 @@ class StreamGap(KernelStart):
     name: ClassVar[str] = "stream gap"
 
 
-def start_cycles(chip, block_dim: int) -> int:
-    """The start-up of a kernel launched on ``block_dim`` blocks."""
-    return chip.kernel_start_cycles + chip.kernel_start_per_block_cycles * int(block_dim)
+IMPLS = ("ascendc", "tbe")   # how CANN builds a kernel: Ascend C, or TBE / TIK
+
+
+def start_cycles(chip, block_dim: int, impl: str = "ascendc") -> int:
+    """The start-up of a kernel launched on ``block_dim`` blocks (``impl``: see IMPLS)."""
+    fixed = chip.tbe_kernel_start_cycles if impl == "tbe" else chip.kernel_start_cycles
+    return fixed + chip.kernel_start_per_block_cycles * int(block_dim)
 
 
 def tiling_words(args: dict) -> list:

@@ -10,7 +10,8 @@ the kernel's own cycles), and the stream's gap between two kernels. The operator
 the sum of its kernels' task durations (start-up + own cycles) and of the gaps between them.
 The trace places each kernel after the one before, with a ``stream gap`` and a ``launch`` slice
 on PIPE-S of its cores; ``stats["kernels"]`` lists per kernel its name (msprof's Op Name), its
-``op_type`` (msprof's OP Type), ``task_type``, cores, blocks, ``cycles`` (task duration),
+``op_type`` (msprof's OP Type), ``task_type``, ``impl`` (Ascend C or TBE), cores, blocks,
+``cycles`` (task duration),
 ``launch_cycles``, ``body_cycles``, ``wait_cycles`` (the gap before it), ``tiling_bytes``,
 ``start_cycle``, instruction count and ``atomic_add_bytes`` (bytes it adds into GM atomically:
 such a kernel follows the MemSet or ZerosLike kernel that zeroes its target).
@@ -27,6 +28,7 @@ import numpy as np
 
 from npusim.chip import load_chip
 from npusim.engine.kernel_costs import (
+    IMPLS,
     WORD_BYTES,
     KernelStart,
     StreamGap,
@@ -38,6 +40,7 @@ from npusim.engine.launch import check_options, gc_paused, launch
 from npusim.engine.memory import GlobalMemory
 from npusim.engine.result import Result
 from npusim.engine.trace import LazyTracer
+from npusim.errors import NpusimError
 
 TASK_TYPES = {"aiv": "AI_VECTOR_CORE", "aic": "AI_CORE", "mix": "MIX_AIC"}
 
@@ -54,6 +57,7 @@ class KernelRun:
     launch_cycles: int
     wait_cycles: int
     tiling_bytes: int
+    impl: str = "ascendc"
     start_cycle: int = 0
 
     @property
@@ -76,10 +80,14 @@ class OpRun:
         self.parts: list[KernelRun] = []
 
     def launch(self, kernel_cls, *, block_dim: int, args: dict, name: str = "",
-               op_type: str = "") -> Result:
+               op_type: str = "", impl: str = "ascendc") -> Result:
         """Run one kernel on the shared GM after the ones before it; return its own Result.
         ``name`` is the kernel's instance name (msprof's Op Name), ``op_type`` its OP Type
-        (default: ``name`` up to a parenthesis)."""
+        (default: ``name`` up to a parenthesis); ``impl`` how CANN builds it ("ascendc", or
+        "tbe" for TBE / TIK: the start-up it pays, ``npusim/engine/kernel_costs.py``)."""
+        if impl not in IMPLS:
+            raise NpusimError(f"launch {name or kernel_cls.__name__}: impl = {impl!r}; "
+                              f"allowed {', '.join(IMPLS)}")
         name = name or kernel_cls.__name__
         words = tiling_words(args)
         tiling = self.gm.tensor(f"{name}.tiling", np.int64, len(words),
@@ -91,9 +99,9 @@ class OpRun:
         core_type = kernel_cls.core_type if self.chip.separated else "aic"
         self.parts.append(KernelRun(
             name, op_type or name.split("(")[0], TASK_TYPES[core_type], int(block_dim), result,
-            start_cycles(self.chip, block_dim) if timed else 0,
+            start_cycles(self.chip, block_dim, impl) if timed else 0,
             self.chip.kernel_gap_cycles if timed and self.parts else 0,
-            len(words) * WORD_BYTES))
+            len(words) * WORD_BYTES, impl))
         return result
 
     def result(self, outputs: dict, *, tiling=None, workspace_bytes: int = 0) -> Result:
@@ -227,7 +235,8 @@ def _kernel_entry(part: KernelRun) -> dict:
     stream's gap before it, ``start_cycle`` where its task starts in the operator's run."""
     r = part.result
     entry = {"name": part.name, "op_type": part.op_type, "task_type": part.task_type,
-             "cores": r.stats["cores"], "blocks": part.blocks, "cycles": part.cycles,
+             "impl": part.impl, "cores": r.stats["cores"], "blocks": part.blocks,
+             "cycles": part.cycles,
              "launch_cycles": part.launch_cycles, "body_cycles": r.cycles,
              "wait_cycles": part.wait_cycles, "tiling_bytes": part.tiling_bytes,
              "start_cycle": part.start_cycle, "instructions": r.stats["instructions"],
