@@ -10,6 +10,7 @@ the ratchet then compares the same rows of the committed figures.
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,14 @@ def test_bad_table_is_one_line(tmp_path, capsys, text, words):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and words in err
 
+
+
+def test_the_fidelity_page_quotes_the_committed_errors():
+    """docs/modelling/fidelity.md's before/after table: every row, its after column the
+    committed error, and the summary figures the committed ones."""
+    page = (Path(__file__).parent.parent / "docs" / "modelling" / "fidelity.md").read_text()
+    for row in ROWS:
+        line = [x for x in page.splitlines() if x.startswith(f"| {row.id} | ")][-1]
+        assert line.split(" | ")[5] == f"{STATUS['errors'][row.id]:+.1%}", row.id
+    assert f"| {STATUS['within']} of {STATUS['counted']} |" in page
+    assert f"| {STATUS['mae']:.1%} |" in page
