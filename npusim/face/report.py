@@ -1,13 +1,15 @@
 """The run report: what ``npusim run``, ``compare`` and ``demo`` print about a case's run.
 
-``summary_lines`` is the readable summary of one run (check, time, achieved rates, GM traffic,
-roofline, pipes, buffers, tiling, the fidelity rule's flag); ``compare_text`` and
-``compare_markdown`` put several chips side by side; ``chip_table`` lists the chip models. The
-numbers come from ``npusim.cases.run.metrics``; this module only words and aligns them.
+``summary_lines`` is the readable summary of one run (check, time and its error band, achieved
+rates, GM traffic, roofline, pipes, buffers, tiling, the fidelity rule's flag); ``compare_text``
+and ``compare_markdown`` put several chips side by side; ``chip_table`` lists the chip models.
+The numbers come from ``npusim.cases.run.metrics`` and the bands from ``npusim.studies.bands``;
+this module only words and aligns them.
 """
 
 from npusim.cases.run import CaseRun, metrics, tiling_dict
 from npusim.chip import load_chip
+from npusim.studies.bands import band, band_cell
 from npusim.studies.fidelity import check
 
 
@@ -21,14 +23,15 @@ def product_text(chip) -> str:
 
 
 def summary_dict(run: CaseRun) -> dict:
-    """The run as JSON-ready data: the case, the check, the metrics, the tiling, the stats."""
+    """The run as JSON-ready data: the case, the check, the metrics, the error band (None
+    for a functional run), the tiling, the stats."""
     r = run.result
     return {"op": run.case.name, "aclnn": run.case.aclnn, "chip": run.chip.name,
             "soc": run.chip.soc, "dtype": run.dtype, "shape": list(run.shape),
             "params": {k: list(v) if isinstance(v, tuple) else v for k, v in run.params.items()},
             "seed": run.seed, "mode": r.mode,
             "check": {name: text for name, _ok, text in run.checks}, "ok": run.ok,
-            "metrics": metrics(run), "tiling": tiling_dict(r.tiling),
+            "metrics": metrics(run), "band": run_band(run), "tiling": tiling_dict(r.tiling),
             "workspace_bytes": r.workspace_bytes,
             "kernels": r.stats.get("kernels", []), "bytes_by_path": r.stats.get("bytes_by_path"),
             "gm": r.stats.get("gm", {}), "instructions": r.stats.get("instructions", 0)}
@@ -52,6 +55,7 @@ def summary_lines(run: CaseRun) -> list:
                         f"  tiling      {tiling_text(r.tiling)}"]
     kernels = ", ".join(f"{k['name']} on {k['cores']} cores" for k in r.stats.get("kernels", []))
     lines += [f"  time        {r.cycles:,} cycles = {r.time_us:.2f} us ({kernels})",
+              f"  error band  {run_band(run)['text']}",
               f"  achieved    {m['tbs']:.2f} TB/s ({_size(m['bytes'])} in+out), "
               f"{m['tflops']:.2f} TFLOPS ({m['flops']:.3g} flop)",
               f"  GM          {_gm_text(r.stats, run.chip.memory_kind)}",
@@ -62,6 +66,13 @@ def summary_lines(run: CaseRun) -> list:
               f"  tiling      {tiling_text(r.tiling)}"]
     flag = fidelity_text(run, m)
     return lines + ([f"  fidelity    {flag}"] if flag else [])
+
+
+def run_band(run: CaseRun) -> dict | None:
+    """The error band of a timed run's kind (``npusim.studies.bands``), or None."""
+    if run.error or not run.result.cycles:
+        return None
+    return band(run.case.name, run.chip)
 
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
@@ -129,6 +140,7 @@ def compare_rows(runs: list) -> list:
             ("status", [_status(r) for r in runs]),
             row("cycles", lambda r, m: f"{m['cycles']:,.0f}", True),
             row("time (us)", lambda r, m: f"{m['time_us']:.2f}", True),
+            row("error band", lambda r, m: band_cell(run_band(r)), True),
             row("achieved TB/s", lambda r, m: f"{m.get('tbs', 0):.2f}", True),
             row("achieved TFLOPS", lambda r, m: f"{m.get('tflops', 0):.2f}", True),
             row("roofline (us)", lambda r, m: f"{m['bound_us']:.2f} {m['bound']}"),
@@ -173,7 +185,12 @@ def compare_text(runs: list) -> list:
     lines += [f"{r.chip.name}: {r.error}" for r in runs if r.error]
     lines += [f"{r.chip.name}: {name}: {text}" for r in runs for name, ok, text in r.checks
               if not ok]
-    return lines + fidelity_lines(runs)
+    return lines + band_lines(runs) + fidelity_lines(runs)
+
+
+def band_lines(runs: list) -> list:
+    """'chip: error band: ...' for every timed run (``npusim.studies.bands``)."""
+    return [f"{r.chip.name}: error band: {b['text']}" for r in runs if (b := run_band(r))]
 
 
 def fidelity_lines(runs: list) -> list:
@@ -191,7 +208,7 @@ def compare_markdown(runs: list) -> list:
             cells = [f"not run: {r.error}" if r.error else c for r, c in zip(runs, cells,
                                                                              strict=True)]
         lines.append(f"| {label} | " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    flags = fidelity_lines(runs)
+    flags = band_lines(runs) + fidelity_lines(runs)
     return lines + ([""] + [f"- {line}" for line in flags] if flags else [])
 
 

@@ -9,11 +9,14 @@ time, its time x count and share of the chip's total, what bounds it and a sente
   memory (the MTE and FixPipe moves);
 - else latency: no unit is kept busy (start-up, synchronisation, dependent moves dominate).
 
-A call whose operator npusim does not model yet, or that a chip does not support, is a row
-saying so, never dropped. Predictions include what the simulator models and nothing else: the
+Each timed row carries the error band of its kind (``npusim.studies.bands``: the worst error of
+the validation rows of that operator on that chip model), and each chip's totals the band of its
+total. A call whose operator npusim does not model yet, or that a chip does not support, is a
+row saying so, never dropped. Predictions include what the simulator models and nothing else: the
 host's launch time between kernels is not in them.
 """
 
+from npusim.studies.bands import band, total_band
 from npusim.studies.executor import run_points
 from npusim.studies.workload import load_workload
 
@@ -58,7 +61,7 @@ def _row(call, chip, rec) -> dict:
     row = {"call": call.index, "note": call.note, "op": call.op,
            "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
            "params": call.params,
-           "count": call.count, "chip": chip, "share": 0.0}
+           "count": call.count, "chip": chip, "share": 0.0, "band": None}
     if rec is None:
         return {**row, "status": "not modelled yet",
                 "why": f"npusim does not model {call.op} yet"}
@@ -66,7 +69,7 @@ def _row(call, chip, rec) -> dict:
         return {**row, "status": "not supported" if "161002" in rec["error"] or
                 "not supported" in rec["error"] else rec["status"], "why": rec["error"]}
     bound, sentence = classify(rec)
-    return {**row, "status": "ok", "time_us": rec["time_us"],
+    return {**row, "status": "ok", "time_us": rec["time_us"], "band": band(call.op, chip),
             "total_us": rec["time_us"] * call.count, "bound": bound,
             "roofline_ratio": rec["roofline_ratio"], "roofline": rec["bound"],
             "bound_us": rec["bound_us"], "bytes": rec["bytes"], "flops": rec["flops"],
@@ -107,6 +110,7 @@ def _totals(rows: list, chips: list) -> dict:
         totals[chip] = {"total_us": sum(r["total_us"] for r in mine), "calls": len(mine),
                         "common_us": sum(r["total_us"] for r in mine if r["call"] in both),
                         "missing": [r["call"] for r in rows if r["chip"] == chip
-                                    and r["status"] != "ok"]}
+                                    and r["status"] != "ok"],
+                        "band": total_band([(r["op"], r["total_us"]) for r in mine], chip)}
     totals["common_calls"] = sorted(both)
     return totals

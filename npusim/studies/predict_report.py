@@ -1,9 +1,10 @@
 """A prediction's report: report.md, a standalone report.html (figures embedded) and
 report.json, from ``predict``'s table.
 
-The report gives each chip's predicted total and the speedup of one over the other (on the
-calls both run), a table per chip (time x count, share of the total, bound, achieved against
-the roofline, busiest pipe, peak buffer use), a stacked bar of the totals, a roofline plot with
+The report gives each chip's predicted total with its error band and the speedup of one over
+the other (on the calls both run), a table per chip (time and its error band,
+``npusim.studies.bands``, time x count, share of the total, bound, achieved against the
+roofline, busiest pipe, peak buffer use), a stacked bar of the totals, a roofline plot with
 each call as a point, one sentence per call on what limits it (with the fidelity rule's
 flag, ``npusim.studies.fidelity``, on a call predicted closer to a peak than any measurement backs),
 and why a call did not run.
@@ -15,6 +16,7 @@ import io
 import json
 
 from npusim.chip import load_chip
+from npusim.studies.bands import band_cell
 from npusim.studies.fidelity import check
 
 
@@ -27,10 +29,16 @@ def _n(k: int, word: str) -> str:
 
 
 def headline(result: dict) -> list:
+    """A line per chip (its total; under it, the total's error band), then the speedup."""
     chips, totals = result["chips"], result["totals"]
-    lines = [f"- **{c}**: {_us(totals[c]['total_us'])} over {_n(totals[c]['calls'], 'call')}"
-             + (f" ({_n(len(totals[c]['missing']), 'call')} not run, see below)"
-                if totals[c]["missing"] else "") for c in chips]
+    lines = []
+    for c in chips:
+        lines.append(f"- **{c}**: {_us(totals[c]['total_us'])} over "
+                     f"{_n(totals[c]['calls'], 'call')}"
+                     + (f" ({_n(len(totals[c]['missing']), 'call')} not run, see below)"
+                        if totals[c]["missing"] else ""))
+        if totals[c]["calls"]:
+            lines.append(f"  - error band: {totals[c]['band']['text']}")
     if len(chips) == 2 and all(totals[c]["common_us"] for c in chips):
         a, b = chips
         ratio = totals[a]["common_us"] / totals[b]["common_us"]
@@ -41,20 +49,21 @@ def headline(result: dict) -> list:
 
 
 def call_table(result: dict, chip: str) -> tuple[list, list]:
-    head = ["call", "op", "shape", "dtype", "count", "time", "x count", "share", "bound",
-            "of roofline", "busiest pipe", "peak buffer"]
+    head = ["call", "op", "shape", "dtype", "count", "time", "band", "x count", "share",
+            "bound", "of roofline", "busiest pipe", "peak buffer"]
     rows = []
     for r in result["rows"]:
         if r["chip"] != chip:
             continue
         if r["status"] != "ok":
             rows.append([str(r["call"]), r["op"], r["shape"], r["dtype"], str(r["count"]),
-                         r["status"], "-", "-", "-", "-", "-", "-"])
+                         r["status"], "-", "-", "-", "-", "-", "-", "-"])
             continue
         pipe, share = r["busiest"]
         peak = max((r["peak_bytes"] or {}).items(), key=lambda kv: kv[1], default=("-", 0))
         rows.append([str(r["call"]), r["op"], r["shape"], r["dtype"], str(r["count"]),
-                     _us(r["time_us"]), _us(r["total_us"]), f"{r['share']:.1%}", r["bound"],
+                     _us(r["time_us"]), band_cell(r["band"]), _us(r["total_us"]),
+                     f"{r['share']:.1%}", r["bound"],
                      f"{r['roofline_ratio']:.0%}", f"{pipe} {share:.0%}",
                      f"{peak[0]} {peak[1] / 1024:.0f} KiB"])
     return head, rows
@@ -84,7 +93,9 @@ def markdown(result: dict, figures: dict) -> str:
     out += ["## What limits each call", "", *notes(result), "", "## Figures", ""]
     out += [f"![{name}]({name})" for name in figures]
     out += ["", "Times are simulated device time (npusim's model); the host's launch time "
-            "between kernels is not included.", ""]
+            "between kernels is not included. A band is the worst error of the validation "
+            "table's rows of the same operator on the same chip model (npusim validate), not "
+            "a statistical interval; \"no row\": no row covers that kind.", ""]
     return "\n".join(out)
 
 
@@ -100,7 +111,8 @@ def page(result: dict, figures: dict) -> str:
     wl = result["workload"]
     parts = [f"<h1>Prediction: {html.escape(wl.name)}</h1>",
              f"<p>{html.escape(wl.description)}</p>", "<h2>Totals</h2><ul>"]
-    parts += [f"<li>{html.escape(line[2:].replace('**', ''))}</li>" for line in headline(result)]
+    parts += [f"<li>{html.escape(line.strip()[2:].replace('**', ''))}</li>"
+              for line in headline(result)]
     parts.append("</ul>")
     for chip in result["chips"]:
         parts += [f"<h2>{html.escape(chip)}</h2>", _table_html(*call_table(result, chip))]
