@@ -11,10 +11,10 @@ the sum of its kernels' task durations (start-up + own cycles) and of the gaps b
 The trace places each kernel after the one before, with a ``stream gap`` and a ``launch`` slice
 on PIPE-S of its cores; ``stats["kernels"]`` lists per kernel its name (msprof's Op Name), its
 ``op_type`` (msprof's OP Type), ``task_type``, ``impl`` (Ascend C or TBE), cores, blocks,
-``cycles`` (task duration),
-``launch_cycles``, ``body_cycles``, ``wait_cycles`` (the gap before it), ``tiling_bytes``,
-``start_cycle``, instruction count and ``atomic_add_bytes`` (bytes it adds into GM atomically:
-such a kernel follows the MemSet or ZerosLike kernel that zeroes its target).
+``cycles`` (task duration), ``launch_cycles``, ``body_cycles``, ``wait_cycles`` (the gap
+before it), ``tiling_bytes``, ``start_cycle``, instruction count and ``atomic_add_bytes``
+(bytes it adds into GM atomically: such a kernel follows the MemSet or ZerosLike kernel that
+zeroes its target).
 
 Not modelled: the host's time (tiling functions, enqueueing), which overlaps the device when
 kernels are queued ahead; L2 contents carried from one kernel to the next (each starts cold).

@@ -68,16 +68,19 @@ def summary_lines(run: CaseRun) -> list:
     return lines + ([f"  fidelity    {flag}"] if flag else [])
 
 
+def _timed(run: CaseRun) -> bool:
+    """Whether the run gave a time (it ran, and in the timed mode)."""
+    return not run.error and bool(run.result.cycles)
+
+
 def run_band(run: CaseRun) -> dict | None:
     """The error band of a timed run's kind (``npusim.studies.bands``), or None."""
-    if run.error or not run.result.cycles:
-        return None
-    return band(run.case.name, run.chip)
+    return band(run.case.name, run.chip) if _timed(run) else None
 
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
     """The fidelity rule's sentence for a timed run (``npusim.studies.fidelity``), or ""."""
-    if run.error or not run.result.cycles:
+    if not _timed(run):
         return ""
     m = m or metrics(run)
     return check(run.chip.name, m["bound"], m.get("roofline_ratio", 0.0), m["bytes"])

@@ -21,21 +21,6 @@ name (a Chip's ``.name``): a user's chip TOML whose name is no row's model is co
 """
 
 import os
-from functools import lru_cache
-
-
-@lru_cache(maxsize=1)
-def _default_table() -> tuple:
-    from npusim.studies.validate import load_table
-
-    return tuple(load_table())
-
-
-@lru_cache(maxsize=1)
-def _default_status() -> dict:
-    from npusim.studies.validate import load_status
-
-    return load_status()
 
 
 def chip_name(chip) -> str:
@@ -51,7 +36,9 @@ def chip_name(chip) -> str:
 
 def _rows(table):
     if table is None:
-        return _default_table()
+        from npusim.studies.validate import default_table
+
+        return default_table()
     if isinstance(table, str | os.PathLike):
         from npusim.studies.validate import load_table
 
@@ -61,7 +48,9 @@ def _rows(table):
 
 def _errors(status) -> dict:
     if status is None:
-        return _default_status()["errors"]
+        from npusim.studies.validate import default_status
+
+        return default_status()["errors"]
     if isinstance(status, str | os.PathLike):
         from npusim.studies.validate import load_status
 

@@ -22,10 +22,10 @@ REAL_SIZE = 16 << 20       # ... when the run moves at least this many bytes
 @lru_cache(maxsize=1)
 def _backing() -> dict:
     """(chip model, "cube" or "hbm") -> [(measured share of the peak, row id)], best first."""
-    from npusim.studies.validate import load_table, measured_fraction
+    from npusim.studies.validate import default_table, measured_fraction
 
     out = {}
-    for row in load_table():
+    for row in default_table():
         if row.covers in ("cube", "hbm"):
             out.setdefault((row.model, row.covers), []).append((measured_fraction(row), row.id))
     return {k: sorted(v, reverse=True) for k, v in out.items()}

@@ -18,6 +18,7 @@ kernel and npusim's (a GEMM row runs npusim's convolution gradInput kernel; see 
 
 import tomllib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from npusim.errors import NpusimError
@@ -95,6 +96,13 @@ def load_table(path=None) -> list:
     if len(set(ids)) != len(ids):
         raise NpusimError(f"validation table {path}: row ids repeat")
     return rows
+
+
+@lru_cache(maxsize=1)
+def default_table() -> tuple:
+    """The committed table's rows, read once per process (the fidelity rule and the error
+    bands read it on every run)."""
+    return tuple(load_table())
 
 
 def _row(entry: dict, i: int, path) -> Row:
@@ -223,6 +231,12 @@ def load_status(path=None) -> dict:
         raise NpusimError(f"validation status {path}: {' '.join(str(exc).split())}") from None
     return {"within": int(raw["within"]), "counted": int(raw["counted"]),
             "mae": float(raw["mae"]), "errors": dict(raw.get("errors", {}))}
+
+
+@lru_cache(maxsize=1)
+def default_status() -> dict:
+    """The committed figures (``load_status()``), read once per process."""
+    return load_status()
 
 
 def write_status(result: dict, path=None) -> Path:
