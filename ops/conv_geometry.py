@@ -12,11 +12,19 @@ with stride 1 and the backprop pads (k-1)·d - pad, and the weight is rotated in
 gradOutput (§2(b)5): the map is gradOutput itself, read with the stride and the forward pads,
 and the weight is not rotated. ``DwProblem`` is gradWeight = gradᵀ · img2col(feature), with
 (feature, grad) = (input, gradOutput), or (gradOutput, input) when transposed.
+
+A grouped gradWeight runs on *enlarged* groups, as CANN's dw kernels do: ``enlarge`` real groups
+side by side make one GEMM whose channels fill the cube's 16-lane blocks (a depthwise layer's
+one channel per group would otherwise be padded to 16), and only the diagonal blocks of its
+result are kept (``group_enlarge``).
 """
 
 from dataclasses import dataclass
+from math import lcm
 
 from npusim.ops.common import ceil_div, round_up
+
+BLOCK_CUBE = 16   # the cube's M/N fractal edge, the unit CANN's group enlargement fills
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,7 @@ class DwProblem:
     h: MapAxis
     w: MapAxis
     depth: Axis
+    enlarge: int = 1   # real groups per (enlarged) group; ``groups`` counts enlarged ones
 
     def feature_slice(self, kd: int, dg: int) -> int:
         """The feature depth slice grad slice ``dg`` reads through tap ``kd``, or -1."""
@@ -170,8 +179,20 @@ def dx_problem(n, groups, cin, cout, axes, transposed) -> DxProblem:
                      transposed=transposed)
 
 
-def dw_problem(n, groups, cin, cout, axes, transposed) -> DwProblem:
-    """gradWeight's problem: feature = input (or gradOutput when transposed)."""
+def group_enlarge(groups: int, gc: int, fc: int) -> int:
+    """How many real groups one enlarged dw group holds: the least multiple making both
+    channel counts whole 16-channel blocks, at most ``groups`` (ops-nn
+    conv3d_backprop_filter_v2 ``CalcRealGroupMagFactor``, arch35 tiling; the arch22 tiling
+    for 910B reads the same ``real_g`` and ``cin1_g`` from TBE's group calculation)."""
+    if groups <= 1 or not gc or not fc:
+        return 1
+    mag = lcm(lcm(fc, BLOCK_CUBE) // fc, lcm(gc, BLOCK_CUBE) // gc)
+    return min(mag, groups)
+
+
+def dw_problem(n, groups, cin, cout, axes, transposed, enlarge=False) -> DwProblem:
+    """gradWeight's problem: feature = input (or gradOutput when transposed); with
+    ``enlarge``, on enlarged groups (``group_enlarge``; the last may hold fewer real groups)."""
     dep, ah, aw = axes
     if transposed:
         feat = (dep.out, ah.out, aw.out)
@@ -183,8 +204,10 @@ def dw_problem(n, groups, cin, cout, axes, transposed) -> DwProblem:
         gc, fc = cout // groups, cin // groups
     maps = [MapAxis(f, f, 1, a.s, a.lo, a.k, a.d) for f, a in zip(feat[1:], (ah, aw),
                                                                    strict=True)]
-    return DwProblem(n=n, groups=groups, gc=gc, fc=fc, grad_dhw=grad, feat_dhw=feat,
-                     kdhw=(dep.k, ah.k, aw.k), h=maps[0], w=maps[1], depth=dep)
+    e = group_enlarge(groups, gc, fc) if enlarge else 1
+    return DwProblem(n=n, groups=ceil_div(groups, e), gc=e * gc, fc=e * fc, grad_dhw=grad,
+                     feat_dhw=feat, kdhw=(dep.k, ah.k, aw.k), h=maps[0], w=maps[1], depth=dep,
+                     enlarge=e)
 
 
 def c1_of(channels: int, c0: int) -> int:

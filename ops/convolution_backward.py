@@ -21,8 +21,14 @@ Conv3DBackpropFilter or the Ascend C Conv3DBackpropFilterV2 as aclnn picks them,
 ``ops/conv_route.py``; V2 also for a deterministic dw on Atlas A2: a MIX_AIC kernel whose
 vector cores sum the partials; V2 zeroes its output itself),
 [ReduceDwPartials when deterministic on a coupled chip (Atlas training: the TBE deterministic
-binary's schedule is not public, so the sum stays a vector kernel of its own)], TransData
-(gradWeight); for gradBias ReduceSum.
+binary's schedule is not public, so the sum stays a vector kernel of its own)], [with groups: a
+MemSet and TransData(gradWeight.groups), the grouped fractal into one of all channels
+(``ops/transdata_groups.py``)], TransData (gradWeight); for gradBias ReduceSum.
+
+A grouped dw runs on enlarged groups as CANN's does (``ops/conv_geometry.group_enlarge``): its
+NC1HWC0 inputs hold several groups' channels per C0 block, not one group padded to C0. The dx
+kernel keeps one group per layout group (CANN enlarges there too; not modelled), so when both
+gradients of such a convolution are asked for, gradOutput is converted twice.
 
 cubeMathType picks the cube's dtype (seed; kernels.md §2(a)): on Atlas A2 fp32 inputs run in
 fp32 (0), HF32 (1 or 3, SetHF32Mode) or fp16 (2), bf16 in bf16 (2 is an error); on Atlas
@@ -54,6 +60,7 @@ from npusim.ops.transdata import (
     plan_weight_dx,
     run_transdata,
 )
+from npusim.ops.transdata_groups import plan_dw_groups, ungrouped_shape
 
 
 def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padding,  # noqa: A002
@@ -75,7 +82,7 @@ def convolution_backward(grad_output, input, weight, *, bias_sizes, stride, padd
     work = not spec.empty
     dx = dx_problem(spec.n, groups, spec.cin, spec.cout, spec.axes, transposed) \
         if spec.mask[0] and work else None
-    dw = dw_problem(spec.n, groups, spec.cin, spec.cout, spec.axes, transposed) \
+    dw = dw_problem(spec.n, groups, spec.cin, spec.cout, spec.axes, transposed, enlarge=True) \
         if spec.mask[1] and work else None
     cd = np.dtype(spec.compute_dtype)
     c0 = 32 // cd.itemsize
@@ -97,7 +104,7 @@ class _Ctx:
     def __init__(self, run, spec, t, cd, c0):
         self.run, self.spec, self.t, self.cd, self.c0 = run, spec, t, cd, c0
         self.workspace = 0
-        self.dy5 = None
+        self.dy5 = {}   # gradOutput in NC1HWC0 by the real groups per layout group
 
     def tensor(self, name, dtype, count):
         self.workspace += count * np.dtype(dtype).itemsize
@@ -109,19 +116,24 @@ class _Ctx:
         self.x = to_gm(self.run, "input", s.input) if s.mask[0] or s.mask[1] else None
         self.w = to_gm(self.run, "weight", s.weight) if s.mask[0] else None
 
-    def to_5hd(self, name, gm, shape5):
+    def to_5hd(self, name, gm, shape5, enlarge=1):
+        """``gm`` in NC1HWC0 per group, or per enlarged group of ``enlarge`` real groups."""
         n, c, d, h, w = shape5
-        g = self.spec.groups
-        out = self.tensor(name, self.cd, n * g * d * ceil_div(c // g, self.c0) * h * w * self.c0)
+        g = ceil_div(self.spec.groups, enlarge)
+        per = enlarge * (c // self.spec.groups)
+        out = self.tensor(name, self.cd, n * g * d * ceil_div(per, self.c0) * h * w * self.c0)
         plan = plan_to_5hd(self.run.chip, f"TransData({name})", shape5, g, self.c0,
-                           gm.dtype, self.cd)
+                           gm.dtype, self.cd, per_group=per)
         run_transdata(self.run, plan, gm, out)
         return out
 
-    def grad_output_5hd(self):
-        if self.dy5 is None:
-            self.dy5 = self.to_5hd("gradOutput.5hd", self.dy, self.spec.dy5_shape)
-        return self.dy5
+    def grad_output_5hd(self, enlarge=1):
+        """gradOutput in NC1HWC0, once per layout: dx's per group, dw's per enlarged group
+        (the same tensor when groups are not enlarged)."""
+        if enlarge not in self.dy5:
+            name = "gradOutput.5hd" + (".dw" if self.dy5 else "")
+            self.dy5[enlarge] = self.to_5hd(name, self.dy, self.spec.dy5_shape, enlarge)
+        return self.dy5[enlarge]
 
     def grad_input(self, p):
         s, t, run = self.spec, self.t, self.run
@@ -162,8 +174,8 @@ class _Ctx:
         dw = run.gm.tensor("gradWeight", s.dw_dtype, int(np.prod(shape)))
         if p is None:
             return (dw, shape)
-        dy5 = self.grad_output_5hd()
-        x5 = self.to_5hd("input.5hd", self.x, s.x5_shape)
+        dy5 = self.grad_output_5hd(p.enlarge)
+        x5 = self.to_5hd("input.5hd", self.x, s.x5_shape, p.enlarge)
         grad5, feat5 = (x5, dy5) if s.transposed else (dy5, x5)
         kh, kw = p.kdhw[1:]
         mr, ncols = ceil_div(p.gc, self.c0) * self.c0, ceil_div(p.fc, self.c0) * kh * kw * self.c0
@@ -182,11 +194,28 @@ class _Ctx:
                        block_dim=max(1, min(run.chip.vector_core_count, ceil_div(per, tile))),
                        args=dict(src=ws, dst=total, parts=slots, total=per, tile=tile))
             ws = total
-        plan = plan_dw_out(run.chip, "TransData(gradWeight)",
-                           (p.groups, p.kdhw[0], mr, ncols), s.w5_shape, p.groups, self.c0,
-                           np.dtype("float32"), np.dtype(s.dw_dtype))
+        ws_shape, enlarge = (p.groups, p.kdhw[0], mr, ncols), p.enlarge
+        if s.groups > 1:
+            ws, ws_shape = self.ungroup(ws, ws_shape, p.enlarge), None
+            enlarge = s.groups
+        ws_shape = ws_shape or (1, *ungrouped_shape(s.w5_shape, s.groups, self.c0))
+        plan = plan_dw_out(run.chip, "TransData(gradWeight)", ws_shape, s.w5_shape, s.groups,
+                           self.c0, np.dtype("float32"), np.dtype(s.dw_dtype), enlarge=enlarge)
         run_transdata(run, plan, ws, dw)
         return (dw, shape)
+
+    def ungroup(self, ws, ws_shape, enlarge):
+        """A grouped gradWeight's fractal into one fractal of all channels, as aclnn does
+        before the conversion to the weight's layout: a MemSet, then the TransData that adds
+        each group's diagonal block (``ops/transdata_groups.py``)."""
+        s, run = self.spec, self.run
+        count = int(np.prod(ungrouped_shape(s.w5_shape, s.groups, self.c0)))
+        u = self.tensor("gradWeight.fz_ungrouped", "float32", count)
+        launch_memset(run, u, count)
+        plan = plan_dw_groups(run.chip, "TransData(gradWeight.groups)", ws_shape, s.w5_shape,
+                              s.groups, self.c0, enlarge)
+        run_transdata(run, plan, ws, u)
+        return u
 
     def dw_args(self, p, grad5, feat5, per):
         """The dw kernel's arguments but its workspaces; the kernel's op type."""

@@ -41,6 +41,8 @@ from npusim.dsl import (
     data_copy_pad,
     get_block_idx,
     get_block_num,
+    set_atomic_add,
+    set_atomic_none,
     set_flag,
     wait_flag,
 )
@@ -86,6 +88,7 @@ class TransPlan:
     tables: list = field(default_factory=list)
     keys: dict = field(default_factory=dict)
     vnchwconv: str = ""               # "to_5hd" / "from_nd": pieces move by TransDataTo5HD
+    atomic: bool = False              # copies out add into GM (SetAtomicAdd)
 
     def table(self, key, build) -> int:
         """The index of the table for ``key``; ``build()`` makes it the first time."""
@@ -251,10 +254,14 @@ class TransDataKernel(Kernel):
     def copy_out(self, p: Piece):
         out = self.out_que.deque()
         item, per_outer = self.plan.out_item, p.count * self.plan.out_pitch(p.length)
+        if self.plan.atomic:
+            set_atomic_add()
         for o in range(p.outer):
             data_copy_pad(self.dst[p.dst + o * p.outer_stride], out[o * per_outer],
                           DataCopyExtParams(block_count=p.count, block_len=p.length * item,
                                             dst_stride=(p.count_stride - p.length) * item))
+        if self.plan.atomic:
+            set_atomic_none()
         self.out_que.free_tensor(out)
 
 
@@ -264,10 +271,13 @@ def chunks(total: int, step: int):
     return [(s, min(step, total - s)) for s in range(0, total, step)]
 
 
-def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPlan:
-    """(N, C, D, H, W) -> (N, G, D, C1, H*W, C0), each group's channels padded to C0."""
+def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype,
+                per_group=None) -> TransPlan:
+    """(N, C, D, H, W) -> (N, G, D, C1, H*W, C0), each group's ``per_group`` channels (C/G
+    unless given: an enlarged dw group's, the last of which may run past C) padded to C0;
+    blocks wholly past C are not written (GM starts zeroed)."""
     n, c, d, h, w = shape
-    cg, hw = c // groups, h * w
+    cg, hw = per_group or c // groups, h * w
     c1 = ceil_div(cg, c0)
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
@@ -279,7 +289,9 @@ def plan_to_5hd(chip, name, shape, groups, c0, src_dtype, dst_dtype) -> TransPla
         for g in range(groups):
             for di in range(d):
                 for k in range(c1):
-                    rows = min(c0, cg - k * c0)
+                    rows = min(c0, cg - k * c0, c - g * cg - k * c0)
+                    if rows <= 0:
+                        break
                     src0 = ((ni * c + g * cg + k * c0) * d + di) * hw
                     dst0 = (((ni * groups + g) * d + di) * c1 + k) * hw * c0
                     for p0, ln in chunks(hw, step):
@@ -388,43 +400,62 @@ def _from_nd_rc(positions, channels, pitch):
     return np.where(p < positions, p, -1), c
 
 
-def plan_dw_out(chip, name, ws_shape, w_shape, groups, c0, src_dtype, dst_dtype) -> TransPlan:
-    """dw's (G, kD, Mr, Fc1*kH*kW*C0) fp32 -> the weight's (G*gc, fc, kD, kH, kW) dtype."""
+def plan_dw_out(chip, name, ws_shape, w_shape, groups, c0, src_dtype, dst_dtype,
+                enlarge=1) -> TransPlan:
+    """dw's (G', kD, Mr, Fc1*kH*kW*C0) fp32 -> the weight's (G*gc, fc, kD, kH, kW) dtype.
+    G' = ceil(G / ``enlarge``): real group g is diagonal block g % enlarge of enlarged group
+    g // enlarge, its rows from (g % enlarge)·gc and its channels from (g % enlarge)·fc (the
+    other blocks, products across groups, are dropped)."""
     _, kd, mr, ncols = ws_shape
     gc, fc = w_shape[0] // groups, w_shape[1]
     khw = w_shape[3] * w_shape[4]
-    kvol = kd * khw
     f1 = ceil_div(fc, c0)
     in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
     plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
     nch1 = min(c0, fc)
     row1 = plan.out_pitch(nch1 * khw) if kd == 1 else plan.out_pitch(khw) * nch1
-    if in_e < plan.in_pitch(khw * c0) or out_e < row1:   # one row of one channel block's
-        dw_out_by_taps(plan, ws_shape, w_shape, groups, c0)   # taps does not fit UB: cut
-        return plan                                           # the taps
+    blocks1 = 2 if enlarge > 1 else 1   # an enlarged group's channels may straddle a block
+    if in_e < plan.in_pitch(blocks1 * khw * c0) or out_e < row1:   # a row of one channel
+        dw_out_by_taps(plan, ws_shape, w_shape, groups, c0, enlarge)   # block's taps does
+        return plan                                                    # not fit UB: cut them
     fstep = max(1, min(f1, in_e // (khw * c0) // 16))
     for g in range(groups):
+        ge, jj = divmod(g, enlarge)
         for z in range(kd):
             for f0, fl in chunks(f1, fstep):
-                nch = min(fl * c0, fc - f0 * c0)
-                run_len = nch * khw if kd == 1 else khw
-                per_row = plan.out_pitch(run_len) * (1 if kd == 1 else nch)
-                mstep = max(1, min(gc, out_e // per_row, in_e // plan.in_pitch(fl * khw * c0)))
-                for m0, ml in chunks(gc, mstep):
-                    src0 = ((g * kd + z) * mr + m0) * ncols + f0 * khw * c0
-                    dst0 = (g * gc + m0) * fc * kvol + f0 * c0 * kvol + z * khw
-                    key = ("dw", ml, nch, fl, khw, kd == 1)
-                    tab = plan.table(key, lambda m=ml, c=nch, fl=fl, one=kd == 1: plan.offsets(
-                        m, fl * khw * c0, _dw_rc(m, c, khw, c0, one, plan)))
-                    if kd == 1:
-                        geo = (ml, fc * kvol, 1, 0, run_len)
-                    else:
-                        geo = (ml, fc * kvol, nch, kvol, khw)
-                    plan.add(src0, ml, fl * khw * c0, ncols, dst0, *geo, table=tab)
+                _dw_out_pieces(plan, (ge, z, f0, fl), (jj * gc, jj * fc),
+                               (kd, khw, mr, ncols, gc, fc), c0, g * gc)
     return plan
 
 
-def _dw_rc(rows, nch, khw, c0, merged, plan):
+def _dw_out_pieces(plan, at, offsets, dims, c0, dst_row) -> None:
+    """The pieces of one (enlarged group, kd, channel chunk): ``fl`` blocks of the weight's
+    channels, all its rows, read from the diagonal block at (row, channel) ``offsets``."""
+    ge, z, f0, fl = at
+    kd, khw, mr, ncols, gc, fc = dims
+    kvol = kd * khw
+    row_off, coff = offsets
+    lane = coff % c0
+    nch = min(fl * c0, fc - f0 * c0)
+    blocks = ceil_div(lane + nch, c0)   # source channel blocks the chunk reads
+    run_len = nch * khw if kd == 1 else khw
+    per_row = plan.out_pitch(run_len) * (1 if kd == 1 else nch)
+    mstep = max(1, min(gc, plan.out_elems // per_row,
+                       plan.in_elems // plan.in_pitch(blocks * khw * c0)))
+    for m0, ml in chunks(gc, mstep):
+        src0 = ((ge * kd + z) * mr + row_off + m0) * ncols + (coff // c0 + f0) * khw * c0
+        dst0 = (dst_row + m0) * fc * kvol + f0 * c0 * kvol + z * khw
+        key = ("dw", ml, nch, blocks, khw, kd == 1, lane)
+        tab = plan.table(key, lambda m=ml, c=nch, b=blocks, one=kd == 1: plan.offsets(
+            m, b * khw * c0, _dw_rc(m, c, khw, c0, one, plan, lane)))
+        if kd == 1:
+            geo = (ml, fc * kvol, 1, 0, run_len)
+        else:
+            geo = (ml, fc * kvol, nch, kvol, khw)
+        plan.add(src0, ml, blocks * khw * c0, ncols, dst0, *geo, table=tab)
+
+
+def _dw_rc(rows, nch, khw, c0, merged, plan, lane=0):
     if merged:
         pitch = plan.out_pitch(nch * khw)
         m, j = np.divmod(np.arange(rows * pitch), pitch)
@@ -435,5 +466,6 @@ def _dw_rc(rows, nch, khw, c0, merged, plan):
         m, rest = np.divmod(np.arange(rows * nch * pitch), nch * pitch)
         c, t = rest // pitch, rest % pitch
         valid = t < khw
+    c = c + lane
     col = (c // c0) * khw * c0 + t * c0 + c % c0
     return np.where(valid, m, -1), np.where(valid, col, 0)

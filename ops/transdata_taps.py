@@ -74,41 +74,56 @@ def _weight_taps_rc(krows, ncols, tl, k0, transposed):
     return np.where(valid, row, -1), np.where(valid, col, 0)
 
 
-def dw_out_by_taps(plan, ws_shape, w_shape, groups, c0) -> None:
-    """dw's (G, kD, Mr, Fc1*kH*kW*C0) fp32 -> (G*gc, fc, kD, kH, kW): per piece ``ml`` rows,
-    one channel block and ``tl`` taps."""
+def dw_out_by_taps(plan, ws_shape, w_shape, groups, c0, enlarge=1) -> None:
+    """dw's (G', kD, Mr, Fc1*kH*kW*C0) fp32 -> (G*gc, fc, kD, kH, kW): per piece ``ml`` rows,
+    the channels of one weight block inside one source block, and ``tl`` taps (enlarged
+    groups as in ``plan_dw_out``)."""
     _, kd, mr, ncols = ws_shape
     gc, fc = w_shape[0] // groups, w_shape[1]
     khw = w_shape[3] * w_shape[4]
-    f1 = ceil_div(fc, c0)
     tl = tap_chunk(lambda t: plan.in_pitch(t * c0) <= plan.in_elems
                    and c0 * plan.out_pitch(t) <= plan.out_elems, khw)
     for g in range(groups):
+        ge, jj = divmod(g, enlarge)
         for z in range(kd):
-            for f in range(f1):
-                nch = min(c0, fc - f * c0)
+            for f0, nch, src_ch in channel_runs(fc, jj * fc, c0):
                 for t0 in range(0, khw, tl):
                     tn = min(tl, khw - t0)
                     ml = max(1, min(gc, plan.in_elems // plan.in_pitch(tn * c0),
                                     plan.out_elems // (nch * plan.out_pitch(tn))))
                     for m0 in range(0, gc, ml):
-                        _dw_piece(plan, (g, z, f, t0, m0), min(ml, gc - m0), nch, tn,
-                                  (kd, khw, mr, ncols, gc, fc), c0)
+                        _dw_piece(plan, (ge, z, t0, m0), (g * gc, f0, jj * gc, src_ch),
+                                  (min(ml, gc - m0), nch, tn), (kd, khw, mr, ncols, fc), c0)
 
 
-def _dw_piece(plan, at, ml, nch, tl, dims, c0) -> None:
-    g, z, f, t0, m0 = at
-    kd, khw, mr, ncols, gc, fc = dims
+def channel_runs(fc: int, src_off: int, c0: int, dst_off: int = 0):
+    """(first channel, channels, first source channel) of the runs of ``fc`` channels read
+    from source channel ``src_off`` on and written from ``dst_off`` on, each run inside one
+    C0 block of both."""
+    out, f = [], 0
+    while f < fc:
+        n = min(fc - f, c0 - (dst_off + f) % c0, c0 - (src_off + f) % c0)
+        out.append((f, n, src_off + f))
+        f += n
+    return out
+
+
+def _dw_piece(plan, at, origin, size, dims, c0) -> None:
+    ge, z, t0, m0 = at
+    dst_row, f0, row_off, src_ch = origin
+    ml, nch, tl = size
+    kd, khw, mr, ncols, fc = dims
     kvol = kd * khw
-    src0 = ((g * kd + z) * mr + m0) * ncols + (f * khw + t0) * c0
-    dst0 = (g * gc + m0) * fc * kvol + f * c0 * kvol + z * khw + t0
-    tab = plan.table(("dw-taps", ml, nch, tl), lambda: plan.offsets(
-        ml, tl * c0, _dw_taps_rc(ml, nch, tl, c0, plan.out_pitch(tl))))
+    lane = src_ch % c0
+    src0 = ((ge * kd + z) * mr + row_off + m0) * ncols + ((src_ch // c0) * khw + t0) * c0
+    dst0 = (dst_row + m0) * fc * kvol + f0 * kvol + z * khw + t0
+    tab = plan.table(("dw-taps", ml, nch, tl, lane), lambda: plan.offsets(
+        ml, tl * c0, _dw_taps_rc(ml, nch, tl, c0, plan.out_pitch(tl), lane)))
     plan.add(src0, ml, tl * c0, ncols, dst0, ml, fc * kvol, nch, kvol, tl, table=tab)
 
 
-def _dw_taps_rc(rows, nch, tl, c0, pitch):
+def _dw_taps_rc(rows, nch, tl, c0, pitch, lane=0):
     m, rest = np.divmod(np.arange(rows * nch * pitch), nch * pitch)
     c, t = rest // pitch, rest % pitch
     valid = t < tl
-    return np.where(valid, m, -1), np.where(valid, t * c0 + c, 0)
+    return np.where(valid, m, -1), np.where(valid, t * c0 + lane + c, 0)

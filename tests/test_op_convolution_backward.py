@@ -186,6 +186,38 @@ def test_depthwise_and_mixed_dtypes():
     assert r.outputs["gradWeight"].dtype == np.float16 and r.outputs["gradBias"].dtype == np.float16
 
 
+ENLARGED = [  # (chip, dtype, n, cin, cout, spatial, kernel, cfg): groups the dw enlarges
+    ("atlas-a2", np.float16, 2, 24, 24, (6, 5), (3, 3), dict(groups=24)),     # 16 + a tail of 8
+    ("atlas-a2", np.float32, 1, 9, 6, (5, 6), (3, 2), dict(groups=3, cmt=0)),  # 3-channel groups
+    ("atlas-training", np.float16, 1, 20, 30, (5, 5), (3, 3),                  # 10-channel groups
+     dict(groups=2, transposed=True, output_padding=[0, 0])),
+    ("atlas-a2", np.float16, 1, 20, 30, (4, 5, 5), (2, 3, 3), dict(groups=2, transposed=True,
+                                                                   output_padding=[0, 0, 0])),
+    ("atlas-a2", BF16, 2, 12, 12, (3, 5, 6), (2, 2, 3), dict(groups=12, dilation=[1, 2, 1])),
+    ("atlas-a2", np.float32, 1, 9, 6, (25, 26), (25, 25), dict(groups=3, cmt=0,   # the taps
+                                                             padding=[0, 0])),   # cut in UB
+]
+
+
+@pytest.mark.parametrize("case", range(len(ENLARGED)))
+def test_grouped_dw_on_enlarged_groups(case):
+    """gradWeight of groups whose channels do not fill a 16-channel block runs as CANN runs it,
+    several groups side by side in one GEMM (a tail group with fewer, channels straddling C0
+    blocks in fp32), golden bit for bit and torch within the standard."""
+    chip, dtype, n, cin, cout, sp, k, extra = ENLARGED[case]
+    nsp = len(sp)
+    cfg = dict(stride=[1] * nsp, padding=[1] * nsp, dilation=[1] * nsp) | extra
+    check(chip, *make_case(dtype, n, cin, cout, sp, k, cfg), cfg, tiling=no_split(cfg))
+
+
+def test_group_enlarge_follows_cann():
+    """CANN's own tilings (ops-nn conv3d_backprop_filter_v2 knowledge base, Ascend950PR:
+    96 and 32 depthwise groups run as realGroup 6 and 2 with cin1G = cout1G = 16 lanes)."""
+    from npusim.ops.conv_geometry import group_enlarge
+    assert [group_enlarge(g, 1, 1) for g in (96, 32, 6, 1)] == [16, 16, 6, 1]
+    assert group_enlarge(4, 24, 24) == 2 and group_enlarge(8, 16, 16) == 1
+
+
 def draw_case(data, nsp, dtype=np.float16, **extra):
     """A generated configuration (groups, channels, kernel, stride, dilation, padding,
     transposed with output_padding, spatial size; ``extra`` keys added to it) and its inputs,
