@@ -15,7 +15,7 @@ What it keeps fixed: the order the run took at shared resources (GM transfers, a
 which set released which wait) and the scalar's own costs.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from npusim.errors import NpusimError
 
@@ -36,6 +36,8 @@ class Times:
     hbm: list
     scalar_end: dict
     run_end: float
+    scale: dict = field(default_factory=dict)
+    hbm_scale: float = 1.0
 
 
 def order(graph) -> list:
@@ -74,7 +76,8 @@ def retime(graph, scale: dict | None = None, hbm: float = 1.0) -> Times:
     as fast, 0: free) and each transfer's HBM share by ``hbm``."""
     scale = scale or {}
     n, ng = graph.n, len(graph.gl2)
-    t = Times([0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * ng, [0.0] * ng, {}, 0.0)
+    t = Times([0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * ng, [0.0] * ng, {}, 0.0,
+              scale, hbm)
     arrivals: dict = {}
     pipe = graph.pipe
     for node in order(graph):

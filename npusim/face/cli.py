@@ -175,9 +175,13 @@ def _op_arguments(p, case, command: str) -> None:
                    help="timed: SimPy run with cycles (default); functional: program order")
     p.add_argument("--seed", type=_seed, default=0,
                    help="random input seed, an integer >= 0 (default 0)")
-    what = ("trace.json, summary.json, pipeline.png, memory.png" if command == "run"
-            else "compare.png, compare.json, compare.md")
+    what = ("trace.json, summary.json, pipeline.png, memory.png (and critical_path.png "
+            "with --explain)" if command == "run" else "compare.png, compare.json, compare.md")
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
+    if command == "run":
+        p.add_argument("--explain", action="store_true",
+                       help="print the critical path: its cycles per pipe and kind of wait, "
+                            "and what-ifs (each pipe 2x faster or free, HBM 2x)")
 
 
 def _case_arguments(p, case) -> None:
