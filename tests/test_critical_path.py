@@ -27,7 +27,7 @@ def _check_path(result) -> None:
     assert set(path.by_what) <= KNOWN, set(path.by_what) - KNOWN
     for share, (_name, _gap, _launch, run) in zip(path.kernels, kernel_runs(result),
                                                  strict=True):
-        graph = share.graph
+        graph = RunGraph(run.tracer, run.chip)
         times = retime(graph)
         for i in range(graph.n):   # every recorded time comes back from its dependencies
             assert times.start[i] == pytest.approx(graph.start[i], abs=1e-6), (i, graph.kind[i])
@@ -147,3 +147,17 @@ def test_kernel_path_of_a_copy_walks_flags_between_pipes():
     path = kernel_path(RunGraph(r.tracer, r.chip))
     assert path.edges["flag"] >= 1 and path.edges["pipe"] >= 1
     assert {"MTE2", "MTE3"} <= set(path.by_what())
+
+
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_the_docs_page_quotes_what_explain_prints(buffers, capsys):
+    """docs/guide/critical-path.md shows both runs exactly as the command prints them."""
+    from pathlib import Path
+
+    from npusim.face.cli import main
+
+    command = f"npusim run silu_backward --tiling buffer_num={buffers} --explain"
+    page = (Path(__file__).resolve().parents[1] / "docs/guide/critical-path.md").read_text()
+    quoted = page.split(f"$ {command}\n")[1].split("```")[0]
+    assert main(command.split()[1:]) == 0
+    assert capsys.readouterr().out == quoted

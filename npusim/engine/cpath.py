@@ -25,13 +25,15 @@ PIPE_KIND = {"s": "flag", "w": "flag", "X": "cross-core flag", "W": "cross-core 
 
 @dataclass
 class Step:
-    """One step of the path: ``cycles`` of ``what`` on record ``record`` (-1: none), ending at
-    cycle ``until``."""
+    """One step of the path: ``cycles`` of ``what`` on record ``record`` (-1: none; then
+    ``core`` is -1 and ``pipe`` empty) of ``core``'s ``pipe``, ending at cycle ``until``."""
 
     what: str
     cycles: float
     record: int
     until: float
+    core: int = -1
+    pipe: str = ""
 
 
 @dataclass
@@ -59,7 +61,9 @@ def kernel_path(graph, times=None) -> KernelPath:
         what, nxt, reason = _step(graph, t, ev)
         here, there = _time(graph, t, ev), _time(graph, t, nxt)
         if what is not None and here - there > 0:
-            steps.append(Step(what, here - there, ev[1] if ev[0] in "estp" else -1, here))
+            i = ev[1] if ev[0] in "estp" else -1
+            steps.append(Step(what, here - there, i, here, graph.core[i] if i >= 0 else -1,
+                              graph.pipe[i] if i >= 0 else ""))
         if reason is not None:
             edges[reason] += 1
         ev = nxt if nxt[0] != "zero" else None

@@ -19,6 +19,7 @@ from npusim.engine.depgraph import RunGraph
 from npusim.engine.retime import retime
 from npusim.errors import NpusimError
 
+FREE_PIPES = 2      # pipes (the largest shares) whose "free" what-if is estimated
 PIPES = ("MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S")
 WAITS = ("flag", "cross-core flag", "barrier", "SyncAll", "GM bandwidth", "atomic add",
          "launch", "stream gap", "rounding")
@@ -26,14 +27,16 @@ WAITS = ("flag", "cross-core flag", "barrier", "SyncAll", "GM bandwidth", "atomi
 
 @dataclass
 class KernelShare:
-    """One kernel of the operator on the path: its name, cycles and where they went."""
+    """One kernel of the operator on the path: its name, cycles and where they went; ``ends``
+    its run's end re-timed per what-if scenario (``SCENARIOS`` of the pipes on its path)."""
 
     name: str
     cycles: int
     by_what: Counter
     edges: Counter
-    path: object = None      # its KernelPath (None for a result without kernels' runs)
-    graph: object = None
+    path: object = None      # its KernelPath
+    end: float = 0.0         # its run's end (before rounding up)
+    ends: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -72,13 +75,32 @@ def kernel_runs(result) -> list:
     return [(p.name, p.wait_cycles, p.launch_cycles, p.result) for p in parts]
 
 
-def critical_path(result) -> CriticalPath:
-    """The critical path of ``result`` (see the module docstring)."""
+def scenarios(by_what) -> list:
+    """The what-if scenarios ``(label, {pipe: body factor}, HBM factor)`` worth re-timing for
+    a path with these shares: each pipe on it 2x faster and free, HBM 2x if GM bandwidth is on
+    it. A pipe not on a kernel's path cannot shorten it (the re-timed graph's longest path
+    keeps its length), so its scenario is that kernel's own end."""
+    out = []
+    for pipe in PIPES[:-1]:
+        if by_what.get(pipe, 0) > 0:
+            out += [(f"{pipe} 2x faster", {pipe: 0.5}, 1.0), (f"{pipe} free", {pipe: 0.0}, 1.0)]
+    if by_what.get("GM bandwidth", 0) > 0:
+        out.append(("HBM 2x bandwidth", {}, 0.5))
+    return out
+
+
+def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
+    """The critical path of ``result`` (see the module docstring); with ``with_what_ifs``
+    each kernel's graph is also re-timed for its ``scenarios`` before it is dropped (one
+    kernel's graph in memory at a time)."""
     out = CriticalPath(result.cycles)
     for name, gap, launch, run in kernel_runs(result):
         graph = RunGraph(run.tracer, run.chip)
         path = kernel_path(graph)
         by = path.by_what()
+        ends = {label: retime(graph, scale, hbm).run_end
+                for label, scale, hbm in scenarios(by)} if with_what_ifs else {}
+        del graph
         if gap:
             by["stream gap"] += gap
         if launch:
@@ -87,13 +109,13 @@ def critical_path(result) -> CriticalPath:
         if rounding > 1e-9:
             by["rounding"] += rounding
         out.kernels.append(KernelShare(name, gap + launch + run.cycles, by, path.edges, path,
-                                       graph))
+                                       path.length, ends))
     return out
 
 
 @dataclass
 class WhatIf:
-    """A what-if: ``label``, the estimated cycles, and why it is only a bound (or "")."""
+    """A what-if: ``label``, the estimated cycles, and why it is only approximate (or "")."""
 
     label: str
     cycles: int
@@ -105,12 +127,12 @@ class WhatIf:
         return 1 - self.cycles / self.base if self.base else 0.0
 
 
-def estimate(cp: CriticalPath, runs: list, scale: dict, hbm: float = 1.0) -> int:
-    """The operator's cycles with each kernel's graph re-weighted (``retime``)."""
+def estimate(cp: CriticalPath, runs: list, label: str) -> int:
+    """The operator's cycles in scenario ``label``: each kernel's re-timed end (its own end
+    where the scenario's pipe is not on its path), rounded up, plus its fixed costs."""
     total = 0
     for share, (_name, gap, launch, _run) in zip(cp.kernels, runs, strict=True):
-        end = retime(share.graph, scale, hbm).run_end
-        total += gap + launch + _ceil(end)
+        total += gap + launch + _ceil(share.ends.get(label, share.end))
     return total
 
 
@@ -120,20 +142,19 @@ def _ceil(x: float) -> int:
 
 
 def what_ifs(result, cp: CriticalPath | None = None) -> list:
-    """The what-ifs of every pipe and of HBM on the path: 2x faster and free (HBM: 2x)."""
-    cp = cp or critical_path(result)
+    """The what-ifs, fastest first: every pipe on the path 2x faster, the ``FREE_PIPES``
+    pipes with the largest shares free, and HBM 2x when GM bandwidth is on the path. ``cp``
+    must come from ``critical_path(result, with_what_ifs=True)``."""
+    cp = cp or critical_path(result, with_what_ifs=True)
     runs = kernel_runs(result)
     by = cp.by_what
-    out = []
-    for pipe in PIPES[:-1]:
-        if by.get(pipe, 0) <= 0:
-            continue
-        for label, factor in (("2x faster", 0.5), ("free", 0.0)):
-            est = estimate(cp, runs, {pipe: factor})
-            out.append(WhatIf(f"{pipe} {label}", est, cp.cycles, _bound(cp, pipe)))
+    on_path = [p for p in PIPES[:-1] if by.get(p, 0) > 0]
+    labels = [f"{p} 2x faster" for p in on_path]
+    labels += [f"{p} free" for p in sorted(on_path, key=lambda p: -by[p])[:FREE_PIPES]]
     if by.get("GM bandwidth", 0) > 0:
-        est = estimate(cp, runs, {}, hbm=0.5)
-        out.append(WhatIf("HBM 2x bandwidth", est, cp.cycles, _bound(cp, "HBM")))
+        labels.append("HBM 2x bandwidth")
+    out = [WhatIf(label, estimate(cp, runs, label), cp.cycles, _bound(cp, label))
+           for label in labels]
     return sorted(out, key=lambda w: w.cycles)
 
 

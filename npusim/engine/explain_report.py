@@ -9,6 +9,7 @@ free and HBM 2x (``npusim/engine/explain.py``).
 from dataclasses import dataclass, field
 
 from npusim.engine.explain import critical_path, what_ifs
+from npusim.engine.launch import gc_paused
 
 TOP_KERNELS = 6    # kernels listed by name; the rest are summed in one line
 
@@ -78,6 +79,7 @@ class Explanation:
 
 def explain(result, with_what_ifs: bool = True) -> Explanation:
     """The Explanation of ``result`` (a timed run with a trace)."""
-    path = critical_path(result)
-    wis = what_ifs(result, path) if with_what_ifs else []
+    with gc_paused():    # the graph is a few lists per record: no collector walks over them
+        path = critical_path(result, with_what_ifs)
+        wis = what_ifs(result, path) if with_what_ifs else []
     return Explanation(path, wis, result.chip.clock_hz)

@@ -32,8 +32,10 @@ class Result:
         attributed to pipes' work and kinds of wait; they sum to ``cycles``. Needs a timed run
         with ``trace=True``."""
         from npusim.engine.explain import critical_path
+        from npusim.engine.launch import gc_paused
 
-        return critical_path(self)
+        with gc_paused():
+            return critical_path(self)
 
     def explain(self, what_ifs: bool = True):
         """The attribution of the critical path and, with ``what_ifs``, the estimated cycles

@@ -159,11 +159,6 @@ def critical_path(result, path, out, max_cores: int = 4) -> str:
 
 def _path_segments(share, run, offset: float) -> list:
     """[(core label, pipe, start cycle, cycles)] of a kernel's path steps on instructions."""
-    graph, labels = share.graph, run.stats.get("core_labels", [])
-    out = []
-    for step in share.path.steps:
-        if step.record >= 0:
-            i = step.record
-            out.append((labels[graph.core[i]], graph.pipe[i],
-                        offset + step.until - step.cycles, step.cycles))
-    return out
+    labels = run.stats.get("core_labels", [])
+    return [(labels[step.core], step.pipe, offset + step.until - step.cycles, step.cycles)
+            for step in share.path.steps if step.record >= 0]
