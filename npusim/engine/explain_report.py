@@ -9,7 +9,7 @@ free and HBM 2x (``npusim/engine/explain.py``).
 from dataclasses import dataclass, field
 
 from npusim.engine.explain import critical_path, what_ifs
-from npusim.engine.launch import gc_paused
+from npusim.engine.gc_pause import gc_paused
 
 TOP_KERNELS = 6    # kernels listed by name; the rest are summed in one line
 

@@ -32,7 +32,7 @@ class Result:
         attributed to pipes' work and kinds of wait; they sum to ``cycles``. Needs a timed run
         with ``trace=True``."""
         from npusim.engine.explain import critical_path
-        from npusim.engine.launch import gc_paused
+        from npusim.engine.gc_pause import gc_paused
 
         with gc_paused():
             return critical_path(self)
