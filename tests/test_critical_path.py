@@ -77,6 +77,8 @@ def test_a_run_without_trace_says_what_the_path_needs():
         _silu(mode="functional").explain()
     with pytest.raises(NpusimError, match="kernel = 5"):
         _silu().dependency_graph(5)
+    with pytest.raises(NpusimError, match="jitter"):
+        _silu(jitter=(1, 50.0)).critical_path()
 
 
 @pytest.mark.parametrize("bad", [0, -2.0, "fast", True])

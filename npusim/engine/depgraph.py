@@ -33,6 +33,7 @@ from npusim.engine.trace import columns
 from npusim.errors import NpusimError
 
 NX_MAX_NODES = 200_000   # records up to which to_networkx builds a networkx graph
+DRAIN_SEARCH = 64       # instructions back from a barrier searched for the one it waited for
 PIPE_KIND = {"exec": "x", "set": "s", "wait": "w", "xset": "X", "xwait": "W", "barrier": "b"}
 
 
@@ -145,8 +146,11 @@ class RunGraph:
             i = last.get(pipe)
             lane = lanes[(core, pipe)]
             k = ordinal[i] if i is not None else -1
-            while k >= 0 and abs(self.end[lane[k]] - until) > 1e-6:
+            stop = k - DRAIN_SEARCH
+            while k >= 0 and k > stop and abs(self.end[lane[k]] - until) > 1e-6:
                 k -= 1
+            if k == stop:
+                k = -1
             if k >= 0:
                 out.append(lane[k])
         return out

@@ -106,6 +106,10 @@ def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
         if launch:
             by["launch"] += launch
         rounding = run.cycles - path.length
+        if not -1e-6 <= rounding < 1:
+            raise NpusimError(f"kernel {name}: its dependency graph gives {path.length:.3f} "
+                              f"cycles, the run {run.cycles}: the graph cannot re-time a run "
+                              "made with jitter")
         if rounding > 1e-9:
             by["rounding"] += rounding
         out.kernels.append(KernelShare(name, gap + launch + run.cycles, by, path.edges, path,
