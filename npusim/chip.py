@@ -144,6 +144,18 @@ class Chip:
         entry = table[op]
         return tuple(entry.get(cost_class) or entry["f32"])
 
+    def with_speedup(self, pipes: dict | None = None, hbm: float = 1.0) -> "Chip":
+        """This chip with the named pipes' instruction bodies ``factor`` times faster (their
+        start-up latency unchanged; ``inf``: free) and the HBM bandwidth ``hbm`` times higher:
+        the re-simulation a what-if estimate is held against. Factors must be positive."""
+        pipes = dict(pipes or {})
+        for name, factor in [*pipes.items(), ("hbm", hbm)]:
+            if not isinstance(factor, int | float) or isinstance(factor, bool) or factor <= 0:
+                raise ChipModelError(f"speed-up {name} = {factor!r}: allowed a number > 0")
+        values = dict(self.values, hbm_bytes_per_s=self.hbm_bytes_per_s * hbm,
+                      pipe_speedup={**(self.values.get("pipe_speedup") or {}), **pipes})
+        return Chip(self.path, self.sources, values)
+
     def peak_flops(self, dtype: str = "float16") -> float:
         """Cube peak in FLOP/s: cores x MACs per cycle x 2 x clock."""
         macs = self.fractal_m * self.fractal_n * (self.fractal_k_bytes // 2)

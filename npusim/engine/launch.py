@@ -14,10 +14,8 @@ L0A, L0B, L0C, BT, FB), and a ``mix`` kernel on ``block_dim`` AICs each with its
 reach each other through cross-core flags.
 """
 
-import gc
 import math
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +25,7 @@ from npusim.dsl.context import CoreContext, recording
 from npusim.engine.beside import start as start_beside
 from npusim.engine.beside import start_checker
 from npusim.engine.functional import run_functional
+from npusim.engine.gc_pause import gc_paused
 from npusim.engine.memory import Buffer, anonymous_zeros
 from npusim.engine.result import Result, collect_stats
 from npusim.engine.timed import TimedEngine
@@ -155,28 +154,6 @@ def launch(kernel_cls, **options) -> Result:
     chip, not numpy RuntimeWarnings on the user's stderr."""
     with np.errstate(all="ignore"), gc_paused():
         return _launch(kernel_cls, **options)
-
-
-@contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off for the block (a launch makes and keeps hundreds of
-    thousands of objects, and each full collection walked them all: a fifth of a large run's
-    wall time). Reference counting still frees what is dropped; cycles wait for the block's end.
-
-    At the end the objects made in the block join the oldest generation untraversed (``freeze``
-    then ``unfreeze``, both O(1)), instead of the first young collection after ``enable`` walking
-    them all (0.1-0.3 s after a conv launch); cycles among them wait for a full collection.
-    Skipped when the caller froze objects of its own (``gc.get_freeze_count()``)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):

@@ -19,7 +19,8 @@ def pipe_process(engine, pipe):
     """Drain ``pipe``'s queue in order until the scalar's STOP entry."""
     env, queue = engine.env, pipe.queue
     popleft, timeout = queue.popleft, env.timeout
-    flags, chip, local = pipe.core.flags, engine.chip, engine.jitter is None
+    flags, chip = pipe.core.flags, engine.chip
+    local = engine.jitter is None and engine.speedup is None
     while True:
         if not queue:
             pipe.wake = env.event()
@@ -147,33 +148,55 @@ def _run_sync(engine, pipe, inst, t_issue, clock):
         yield from core.wait_flag(inst.key, pipe)
         _waited(engine, pipe, inst, t_issue, start, clock)
     elif kind == "xset":
+        start = env.now
         yield env.timeout(inst.body(chip))
         if san is not None:
             san.on_cross_set(core.index, pipe.name, [p.index for p in core.peers],
                              inst.flag_id, clock)
         core.cross_set(inst.flag_id)
+        _record_sync(engine, pipe, inst, t_issue, start)
     elif kind == "xwait":
+        start = env.now
         yield from core.cross_wait(inst.flag_id, pipe)
         if san is not None:
             san.on_cross_wait(core.index, pipe.name, inst.flag_id, clock)
         yield env.timeout(chip.flag_cycles)
+        _record_sync(engine, pipe, inst, t_issue, start)
     else:
+        start = env.now
         yield env.timeout(inst.body(chip))
+        _record_sync(engine, pipe, inst, t_issue, start)
+
+
+def _record_sync(engine, pipe, inst, t_issue, start) -> None:
+    """Trace a cross-core flag or a pipe barrier that ran on ``pipe`` from ``start`` to now."""
+    if engine.tracer is not None:
+        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start,
+                                      engine.env.now))
 
 
 def _exec_end(engine, pipe, inst, start: float) -> float:
     """When an instruction starting now ends: head if the pipe was idle, body, jitter, GM."""
     chip = engine.chip
     body = inst.body(chip)
+    if engine.speedup is not None:       # a chip model with a pipe made faster (what-if)
+        body = body / engine.speedup.get(pipe.name, 1.0)
     dur = body + inst.head(chip) if start > pipe.last_end + 1e-9 else body
     if engine.jitter is not None:
         dur += engine.jitter()
     end = start + dur
     if inst.touches_gm:
-        end = max(end, engine.bw.transfer(start, inst.gm_blocks(), inst.charged_bytes(chip),
-                                          inst.gm_write))
+        bw, tracer = engine.bw, engine.tracer
+        hbm0 = bw.hbm_bytes
+        nbytes = inst.charged_bytes(chip)
+        end = max(end, bw.transfer(start, inst.gm_blocks(), nbytes, inst.gm_write))
+        key = None
         if getattr(inst, "serialises_at_l2", False):   # npusim/engine/atomic_lines.py
-            end = engine.atomic_lines.order(inst.gm_span(), start, end, body)
+            key = inst.gm_span()
+            end = engine.atomic_lines.order(key, start, end, body)
+        if tracer is not None:    # what the dependency graph needs (npusim/engine/depgraph.py)
+            tracer.gm.append((pipe.core.index, pipe.name, nbytes / bw.l2_rate,
+                              (bw.hbm_bytes - hbm0) / bw.hbm_rate, key))
     return end
 
 
@@ -189,8 +212,11 @@ def _catch_up(env, t):
 
 
 def _drain(engine, core):
-    """Generator: block the scalar until every pipe of the core is idle."""
+    """Generator: block the scalar until every pipe of the core is idle. With a tracer, the
+    pipes it waited for and when each let it go are recorded (``Tracer.drains``)."""
+    waited = []
     for pipe in core.pipes.values():
+        before = engine.env.now
         while pipe.name != "S" and not pipe.idle():
             ev = engine.env.event()
             pipe.idle_waiters.append(ev)
@@ -198,6 +224,10 @@ def _drain(engine, core):
             yield ev
         if pipe.not_before > engine.env.now:
             yield engine.env.timeout(pipe.not_before - engine.env.now)
+        if engine.env.now > before:
+            waited.append((pipe.name, engine.env.now))
+    if engine.tracer is not None:
+        engine.tracer.drains.append((core.index, waited))
     core.scalar_blocked = None
     if core.san is not None:
         core.san.on_drain(core.index)
@@ -234,6 +264,8 @@ def scalar_process(engine, core):
             pipe.push(STOP, t)
     core.scalar_time = t
     core.scalar_done = True
+    if engine.tracer is not None:
+        engine.tracer.scalar_ends.append((core.index, t))
     engine.end_time = max(engine.end_time, t)
 
 
@@ -282,6 +314,8 @@ def _scalar_unpark(engine, pipe, now: float) -> None:
     pipe.scalar_parked = False
     t = core.issue_t + engine.chip.issue_cycles
     if now > t:
+        if engine.tracer is not None:   # issued at the pop, not by the scalar's own clock
+            engine.tracer.stalls.append((core.index, pipe.name, now, t))
         t = now
     san, stream, pos, queue = core.san, core.stream, core.issue_pos, pipe.queue
     queue.append((stream[pos], t, san.issue_clock[core.index] if san is not None else None))

@@ -25,6 +25,39 @@ class Result:
     workspace_bytes: int = 0
     stats: dict = field(default_factory=dict)
     tracer: object = None
+    parts: list = field(default_factory=list, repr=False)   # an operator's KernelRuns
+
+    def critical_path(self):
+        """The run's critical path (``npusim/engine/explain.py``): per kernel, its cycles
+        attributed to pipes' work and kinds of wait; they sum to ``cycles``. Needs a timed run
+        with ``trace=True``."""
+        from npusim.engine.explain import critical_path
+        from npusim.engine.gc_pause import gc_paused
+
+        with gc_paused():
+            return critical_path(self)
+
+    def explain(self, what_ifs: bool = True):
+        """The attribution of the critical path and, with ``what_ifs``, the estimated cycles
+        with each pipe on the path 2x faster or free and HBM 2x (``npusim/engine/explain.py``);
+        ``str()`` of it is the table ``npusim run --explain`` prints."""
+        from npusim.engine.explain_report import explain
+
+        return explain(self, what_ifs)
+
+    def dependency_graph(self, kernel: int = 0):
+        """Kernel ``kernel``'s dependency graph as a ``networkx.DiGraph``
+        (``npusim/engine/depgraph.py``)."""
+        from npusim.engine.depgraph import RunGraph
+        from npusim.engine.explain import kernel_runs
+
+        runs = kernel_runs(self)
+        if not isinstance(kernel, int) or not 0 <= kernel < len(runs):
+            from npusim.errors import NpusimError
+            raise NpusimError(f"kernel = {kernel!r}: this run has {len(runs)} kernel(s), "
+                              f"allowed 0 to {len(runs) - 1}")
+        run = runs[kernel][3]
+        return RunGraph(run.tracer, run.chip).to_networkx()
 
     @property
     def time_us(self) -> float:

@@ -126,7 +126,8 @@ class OpRun:
             tracer = self._merged_tracer()
             stats = merge_stats(self.parts, cycles, tracer)
         return Result(outputs=read, cycles=cycles, chip=self.chip, mode=self.mode, tiling=tiling,
-                      workspace_bytes=workspace_bytes, stats=stats, tracer=tracer)
+                      workspace_bytes=workspace_bytes, stats=stats, tracer=tracer,
+                      parts=list(self.parts) if tracer is not None else [])
 
     def _merged_tracer(self):
         if self.mode != "timed" or not self.options["trace"]:

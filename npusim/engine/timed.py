@@ -23,7 +23,15 @@ Modelled: issue order, queue back-pressure, flag latency, per-pipe serialisation
 bandwidth. With ``sanitize`` the race detector of ``npusim/engine/sanitizer.py`` follows every
 instruction of one core of each on-chip program (``npusim/engine/race_scope.py``);
 ``jitter=(seed, max_cycles)`` adds seeded random extra latency to every instruction so tests
-can show that outputs do not depend on timing.
+can show that outputs do not depend on timing. A chip model made by ``Chip.with_speedup``
+divides the body of every instruction of the pipes it names (the re-simulation a what-if of
+``npusim/engine/whatif.py`` is held against).
+
+Recording: with a tracer, the run also keeps what the dependency graph
+(``npusim/engine/depgraph.py``) needs beyond the instruction records: the issues a full queue
+delayed (and the pop that released them), each GM transfer's share of the L2 and HBM servers in
+the order it reserved them, the atomic-add range it holds, each core's scalar end and who a
+cross-core set reaches. Without a tracer none of it is kept.
 
 Not modelled: overlap of consecutive instructions inside one pipe (a pipe runs one
 instruction at a time), instruction fetch, the scalar's branch costs beyond ``ScalarOps``.
@@ -165,6 +173,10 @@ class TimedEngine:
             self.sanitizer = Sanitizer(checked)
             for core in checked:
                 core.san = self.sanitizer
+        # a chip model with pipes made faster for a what-if ({pipe: factor}; chip.with_speedup)
+        self.speedup = getattr(chip, "pipe_speedup", None) or None
+        if tracer is not None:   # who a cross-core set reaches (npusim/engine/depgraph.py)
+            tracer.peers = [list(spec.peers) for spec in cores]
         self.jitter = None
         if jitter is not None:
             seed, max_cycles = jitter

@@ -53,12 +53,27 @@ class PackedRows(Sequence):
                      for kind, col in zip(self._kinds, self._cols, strict=True))
 
 
+def columns(rows) -> tuple:
+    """The rows (a list of tuples or ``PackedRows``) as one list per column."""
+    if isinstance(rows, PackedRows):   # numeric columns stay typed arrays (no copy)
+        return tuple(col if isinstance(col, array) else list(col) for col in rows._columns())
+    if not rows:
+        return tuple([] for _ in range(6))
+    return tuple(map(list, zip(*rows, strict=True)))
+
+
 class Tracer:
     """Collects instruction records of a timed run."""
 
     def __init__(self):
         self.records: list[tuple] = []
         self.marks: list[tuple] = []   # (core index, time, buffer name, delta bytes, label)
+        # for the dependency graph (npusim/engine/depgraph.py):
+        self.stalls: list[tuple] = []  # (core, pipe, issue cycle, cycle it was ready to issue)
+        self.gm: list[tuple] = []      # (core, pipe, L2 cycles, HBM cycles, atomic range)
+        self.scalar_ends: list[tuple] = []   # (core, cycle its scalar finished the stream)
+        self.drains: list[tuple] = []  # per barrier/SyncAll: (core, [(pipe waited for, until)])
+        self.peers: list = []          # per core, the cores its cross-core sets reach
 
     def record(self, core: int, pipe: str, inst, issue: float, start: float, end: float):
         self.records.append((core, pipe, inst, issue, start, end))

@@ -14,7 +14,10 @@ share GM with it, so the two overlap). The groups:
   numerics off), all on atlas-a2 with the default options otherwise;
 - ``ops``: every operator of the command at its default size, default options;
 - ``large`` (only when asked for: minutes, GBs): SiluBackward fp16 32M elements, and the 1x1
-  convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise.
+  convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise;
+- ``explain`` (only when asked for; with ``large`` also its 6144^3 convolution): the standard
+  cases followed by ``result.explain()`` (the critical path and its what-ifs); the row's
+  ``explain_s`` is that call's wall time, the peak RSS includes it.
 
 ``--json FILE`` writes the rows, so two checkouts can be compared: ``--against FILE`` (a
 ``--json`` file of another checkout, same machine) adds each case's speed-up over that run and,
@@ -29,7 +32,7 @@ import time
 
 from npusim.errors import NpusimError
 
-GROUPS = ("micro", "standard", "ops", "large")
+GROUPS = ("micro", "standard", "ops", "large", "explain")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
@@ -95,6 +98,25 @@ def _large(quick: bool):
     yield (f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics on", *_conv_1x1(c, quick), False)
 
 
+def _explained(**kw):
+    """``_case_run`` and then ``result.explain()``, its wall time in the stats."""
+    r = _case_run(**kw)
+    t0 = time.perf_counter()
+    r.explain()
+    r.stats["wall_seconds"]["explain"] = time.perf_counter() - t0
+    return r
+
+
+def _explain(quick: bool, large: bool = False):
+    for name, _fn, kw, _sub in _standard(quick):
+        yield f"{name}, --explain", _explained, kw, False
+    if large:
+        c = 512 if quick else 6144
+        _fn, kw = _conv_1x1(c, quick, numerics=False)
+        yield f"ConvolutionBackward 1x1, {c}^3 GEMMs, numerics off, --explain", _explained, \
+            kw, False
+
+
 def _ops(quick: bool):
     from npusim.cases import CASES
 
@@ -113,7 +135,8 @@ def _measure(fn, kw: dict, conn) -> None:
         wall = r.stats.get("wall_seconds", {}).get("total") or time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         beside = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-        conn.send(("ok", r.stats["instructions"], wall, rss, beside, r.cycles, r.mode))
+        conn.send(("ok", r.stats["instructions"], wall, rss, beside, r.cycles, r.mode,
+                   r.stats.get("wall_seconds", {}).get("explain")))
     except Exception as exc:  # noqa: BLE001 - reported as the case's row, not a crash
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -131,10 +154,13 @@ def measure(fn, kw: dict) -> dict:
     proc.join()
     if got[0] != "ok":
         return {"error": got[1]}
-    _, n, wall, rss, beside, cycles, mode = got
-    return {"instructions": n, "wall_s": round(wall, 3), "instr_per_s": round(n / wall),
-            "peak_rss_mb": round(rss / 2**20, 1), "beside_peak_rss_mb": round(beside / 2**20, 1),
-            "cycles": cycles, "mode": mode}
+    _, n, wall, rss, beside, cycles, mode, explain = got
+    row = {"instructions": n, "wall_s": round(wall, 3), "instr_per_s": round(n / wall),
+           "peak_rss_mb": round(rss / 2**20, 1), "beside_peak_rss_mb": round(beside / 2**20, 1),
+           "cycles": cycles, "mode": mode}
+    if explain is not None:
+        row["explain_s"] = round(explain, 3)
+    return row
 
 
 def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
@@ -145,7 +171,8 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
     before = load_rows(against) if against else None
     rows = []
     print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
-    makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large}
+    makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large,
+              "explain": lambda q: _explain(q, large="large" in groups)}
     for group in groups:
         for name, fn, kw, bare in makers[group](quick):
             row = {"group": group, "case": name, **measure(fn, kw)}
@@ -200,5 +227,7 @@ def _print(row: dict) -> None:
         notes = f"beside: {row['beside_peak_rss_mb']:.0f} MB" + (f"; {notes}" if notes else "")
     if row.get("speedup"):
         notes = f"{row['speedup']:.2f}x the earlier run" + (f"; {notes}" if notes else "")
+    if row.get("explain_s") is not None:
+        notes = f"explain {row['explain_s']:.2f} s" + (f"; {notes}" if notes else "")
     print(f"{row['case']:<52}{row['instructions']:>10,}{row['wall_s']:>9.2f}"
           f"{row['instr_per_s']:>10,}{row['peak_rss_mb']:>9.0f}  {notes}", flush=True)

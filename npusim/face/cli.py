@@ -124,11 +124,13 @@ def _parser() -> argparse.ArgumentParser:
                        description="Simulator speed on this machine: instructions per second, "
                        "wall time and peak RSS of each case (each in a process of its own).")
     p.add_argument("--quick", action="store_true", help="smaller cases")
-    p.add_argument("--group", action="append", choices=("micro", "standard", "ops", "large"),
+    p.add_argument("--group", action="append",
+                   choices=("micro", "standard", "ops", "large", "explain"),
                    help="only these groups (repeat; default micro, standard and ops): the "
                    "engine's micro-kernels, the standard speed cases, every operator at its "
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
-                   "with numerics")
+                   "with numerics; explain: the standard cases with --explain (with large: "
+                   "also the 6144^3 conv)")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
@@ -175,9 +177,13 @@ def _op_arguments(p, case, command: str) -> None:
                    help="timed: SimPy run with cycles (default); functional: program order")
     p.add_argument("--seed", type=_seed, default=0,
                    help="random input seed, an integer >= 0 (default 0)")
-    what = ("trace.json, summary.json, pipeline.png, memory.png" if command == "run"
-            else "compare.png, compare.json, compare.md")
+    what = ("trace.json, summary.json, pipeline.png, memory.png (and critical_path.png "
+            "with --explain)" if command == "run" else "compare.png, compare.json, compare.md")
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")
+    if command == "run":
+        p.add_argument("--explain", action="store_true",
+                       help="print the critical path: its cycles per pipe and kind of wait, "
+                            "and what-ifs (each pipe 2x faster or free, HBM 2x)")
 
 
 def _case_arguments(p, case) -> None:

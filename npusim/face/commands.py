@@ -164,16 +164,31 @@ def run_command(args) -> int:
             run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
                            seed=args.seed)
         print("\n".join(summary_lines(run)))
+        explained = _explain(run) if args.explain else None
         if out is not None:
             with Progress("writing the trace and plots"):
-                names = write_run_files(run, out)
+                names = write_run_files(run, out, explained)
     if out is not None:
         print(f"wrote {', '.join(names)} to {out.shown}")
     return 0 if run.ok else 1
 
 
-def write_run_files(run, out) -> list:
-    """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``."""
+def _explain(run):
+    """Print the run's critical path and what-ifs (``npusim run --explain``); return it."""
+    from npusim.errors import NpusimError
+    from npusim.face.progress import Progress
+
+    if run.result is None or run.result.mode != "timed":
+        raise NpusimError("--explain needs a timed run (--mode timed)")
+    with Progress("following the critical path"):
+        explained = run.result.explain()
+    print(str(explained))
+    return explained
+
+
+def write_run_files(run, out, explained=None) -> list:
+    """summary.json and, for a timed run, trace.json, pipeline.png, memory.png into ``out``;
+    with ``explained`` (``--explain``) also critical_path.png."""
     from npusim.face import plot
     from npusim.face.report import summary_dict
 
@@ -184,6 +199,9 @@ def write_run_files(run, out) -> list:
         plot.pipeline(run.result, out.file("pipeline.png"), max_cores=2)
         plot.memory(run.result, out.file("memory.png"))
         names += ["trace.json", "pipeline.png", "memory.png"]
+    if explained is not None:
+        plot.critical_path(run.result, explained.path, out.file("critical_path.png"))
+        names.append("critical_path.png")
     return names
 
 

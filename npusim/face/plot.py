@@ -5,6 +5,8 @@
   cube, flag wait, flag set, scalar).
 - ``memory(result, path, core=0)``: live bytes per on-chip buffer over time, with each buffer's
   capacity as a dashed line.
+- ``critical_path(result, path, out)``: the Gantt of the cores the critical path visits most,
+  the path in red over every instruction in grey.
 
 Both write to a temporary file and rename it, so a failed plot leaves no partial PNG.
 """
@@ -107,3 +109,56 @@ def memory(result, path, core: int = 0) -> str:
     ax.set_ylabel("bytes")
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def critical_path(result, path, out, max_cores: int = 4) -> str:
+    """The pipeline Gantt of the cores the critical path spends most time on (all their
+    instructions in grey) with the path drawn over it in red; ``path`` is
+    ``result.critical_path()``."""
+    _need_trace(result)
+    from npusim.engine.explain import kernel_runs
+
+    us = 1e6 / result.chip.clock_hz
+    labels = result.stats.get("core_labels", [])
+    segments, t, starts = [], 0.0, []
+    for share, (_name, gap, launch, run) in zip(path.kernels, kernel_runs(result), strict=True):
+        t += gap
+        starts.append(t)
+        segments += _path_segments(share, run, t + launch)
+        t += launch + run.cycles
+    weight: dict = {}
+    for label, _pipe, _x, w in segments:
+        weight[label] = weight.get(label, 0.0) + w
+    shown = sorted(weight, key=lambda c: -weight[c])[:max_cores]
+    shown.sort(key=labels.index)
+    pipes = result.stats.get("core_pipes", {})
+    rows = [(c, p) for c in shown for p in PIPE_ORDER if p in pipes.get(c, PIPE_ORDER)]
+    index = {row: i for i, row in enumerate(rows)}
+    fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.8))
+    for core, pipe, _inst, _issue, start, end in result.tracer.records:
+        row = index.get((labels[core], pipe))
+        if row is not None:
+            ax.broken_barh([(start * us, max(end - start, 0.3) * us)], (row - 0.3, 0.6),
+                           color="#cccccc")
+    for label, pipe, x, w in segments:
+        row = index.get((label, pipe))
+        if row is not None:
+            ax.broken_barh([(x * us, max(w, 0.3) * us)], (row - 0.4, 0.8), color="#d62728")
+    for x in starts[1:]:
+        ax.axvline(x * us, color="#555555", lw=0.6, ls=":")
+    ax.set_yticks(range(len(rows)), [f"{c} PIPE-{p}" for c, p in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (us)")
+    what, _cycles, share = path.largest()
+    ax.set_title(f"critical path: {result.chip.name}, {result.cycles} cycles; largest share "
+                 f"{what} {share:.0%}")
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in ("#d62728", "#cccccc")],
+              ["on the critical path", "other instructions"], fontsize=7, loc="upper right")
+    return _save(fig, out)
+
+
+def _path_segments(share, run, offset: float) -> list:
+    """[(core label, pipe, start cycle, cycles)] of a kernel's path steps on instructions."""
+    labels = run.stats.get("core_labels", [])
+    return [(labels[step.core], step.pipe, offset + step.until - step.cycles, step.cycles)
+            for step in share.path.steps if step.record >= 0]

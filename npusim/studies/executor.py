@@ -52,7 +52,8 @@ def _run(point: dict, record: dict):
     params = case.parse_params(point.get("params") or {})
     numerics = bool(point.get("numerics") or point.get("check"))
     run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
-    options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0), trace=False)
+    options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0),
+                   trace=bool(point.get("explain")))   # the critical path needs the trace
     try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
         return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
     except NumericsRequiredError:
@@ -77,10 +78,21 @@ def _fill(record: dict, run, point: dict) -> None:
                             "cores": k["cores"], "cycles": int(k["cycles"])}
                            for k in run.result.stats.get("kernels", [])],
                   instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))
+    if point.get("explain"):
+        record["path"] = path_shares(run.result)
     if point.get("check"):
         record["check"] = "; ".join(f"{name}: {text}" for name, _, text in run.checks)
         if not run.ok:
             record["status"] = "mismatch"
+
+
+def path_shares(result, top: int = 3) -> list:
+    """[[what, share of the cycles], ...]: the ``top`` largest shares of the run's critical
+    path (``Result.critical_path``), largest first."""
+    path = result.critical_path()
+    shares = sorted(path.by_what.items(), key=lambda kv: -kv[1])[:top]
+    return [[what, round(cycles / path.cycles, 4) if path.cycles else 0.0]
+            for what, cycles in shares]
 
 
 def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,

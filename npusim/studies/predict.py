@@ -2,12 +2,10 @@
 
 ``predict`` turns every (call, chip) of a workload into a point, timing only, and runs them on
 the sweep's executor (in-process, a process pool or a Dask cluster). Each row says the call's
-time, its time x count and share of the chip's total, what bounds it and a sentence on why:
-
-- the roofline's bound (memory, or cube) when the run reaches at least ``ROOFLINE_NEAR`` of it;
-- else the busiest pipe when it is at least ``BUSY`` busy: cube (PIPE-M), vector (PIPE-V), or
-  memory (the MTE and FixPipe moves);
-- else latency: no unit is kept busy (start-up, synchronisation, dependent moves dominate).
+time, its time x count and share of the chip's total, what bounds it and a sentence on why.
+The bound is read from the run's critical path (``Result.critical_path``): the pipe or kind of
+wait with the largest share of the path, with its percentage ("V 84%", "launch 73%", "GM
+bandwidth 40%"); the sentence adds the next largest shares and the roofline reached.
 
 Each timed row carries the error band of its kind (``npusim.studies.bands``: the worst error of
 the validation rows of that operator on that chip model), and each chip's totals the band of its
@@ -20,10 +18,6 @@ from npusim.studies.bands import band, total_band
 from npusim.studies.executor import run_points
 from npusim.studies.workload import load_workload
 
-ROOFLINE_NEAR = 0.6   # a run this close to its roofline is bound by it
-BUSY = 0.6            # a pipe this busy bounds the run
-PIPE_BOUND = {"M": "cube", "V": "vector", "MTE1": "memory", "MTE2": "memory", "MTE3": "memory",
-              "FIX": "memory", "S": "latency"}
 CHIPS = ("atlas-training", "atlas-a2")
 
 
@@ -54,7 +48,7 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None,
 def _point(call, chip) -> dict:
     return {"op": call.op, "chip": chip, "shape": list(call.shape), "dtype": call.dtype_for(chip),
             "params": call.params, "tiling": call.tiling or None, "numerics": False,
-            "check": False, "seed": 0}
+            "check": False, "seed": 0, "explain": True}
 
 
 def _row(call, chip, rec) -> dict:
@@ -86,17 +80,17 @@ def busiest(rec: dict) -> tuple:
 
 
 def classify(rec: dict) -> tuple[str, str]:
-    """(bound, one sentence on what limits the call)."""
+    """(bound: the largest share of the critical path with its percentage, one sentence on
+    what limits the call)."""
     ratio, roof = rec["roofline_ratio"], "cube" if rec["bound"] == "compute" else "memory"
-    pipe, share = busiest(rec)
     reach = f"reaches {ratio:.0%} of its {roof} roofline ({rec['bound_us']:.1f} us)"
-    if ratio >= ROOFLINE_NEAR:
-        return roof, f"{reach}: {roof}-bound, PIPE-{pipe} {share:.0%} busy."
-    if share >= BUSY:
-        bound = PIPE_BOUND.get(pipe, "latency")
-        return bound, f"{reach}; PIPE-{pipe} is {share:.0%} busy: {bound}-bound."
-    return "latency", (f"{reach}; no pipe is more than {share:.0%} busy (PIPE-{pipe}): "
-                       "start-up, synchronisation and dependent moves dominate.")
+    shares = rec.get("path") or []
+    if not shares:
+        return "-", f"{reach}; no critical path recorded."
+    (what, share), rest = shares[0], shares[1:]
+    then = "; then " + ", ".join(f"{w} {s:.0%}" for w, s in rest) if rest else ""
+    return f"{what} {share:.0%}", (f"critical path: {what} {share:.0%} of the time{then}; "
+                                   f"{reach}.")
 
 
 def _totals(rows: list, chips: list) -> dict:

@@ -38,7 +38,7 @@ def sweep(op_name, *, chip="atlas-a2", shape=None, dtype=None, params=None, spac
             "seed": 0}
     case.parse_params(base["params"])
     spaces = _spaces(space)
-    default = run_point({**base, "tiling": None})
+    default = run_point({**base, "tiling": None, "explain": True})   # what limits it
     if default["status"] != "ok":
         raise NpusimError(f"{case.name} does not run on {chip} at shape "
                           f"{'x'.join(map(str, base['shape']))}: {default['error']}")
@@ -105,8 +105,10 @@ def _check_best(rows: list, base: dict):
     if not ok:
         return None
     best = min(ok, key=lambda r: r["cycles"])
-    checked = run_point({**base, "tiling": best["tiling"], "numerics": True, "check": True})
+    checked = run_point({**base, "tiling": best["tiling"], "numerics": True, "check": True,
+                         "explain": True})
     best["check"] = checked["check"] or checked["error"]
+    best["path"] = checked.get("path")
     if checked["status"] != "ok":
         best["status"] = checked["status"]
     return best

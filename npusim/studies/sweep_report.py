@@ -1,9 +1,10 @@
 """What a sweep writes at the end: sweep.json, sweep.md, sweep.png and pareto.png.
 
 ``sweep.md`` names the ten fastest points, where the operator's default tiling ranks among them,
-how much faster the best is than the default, and which pipe was the bottleneck (the busiest) in
-each. ``sweep.png`` plots time against each swept field; ``pareto.png`` time against the peak
-on-chip bytes one core has live at once (the sum over its buffers), the Pareto front marked.
+how much faster the best is than the default, and what limits each: the largest share of the
+critical path for the default and the best point, the busiest pipe for the others.
+``sweep.png`` plots time against each swept field; ``pareto.png`` time against the peak on-chip
+bytes one core has live at once (the sum over its buffers), the Pareto front marked.
 """
 
 import json
@@ -13,11 +14,21 @@ from npusim.studies.executor import PIPES
 
 
 def bottleneck(record: dict) -> str:
+    """What limits a point: the largest share of its critical path where the sweep followed
+    it (the default and the best point), else the busiest pipe."""
+    if record.get("path"):
+        what, share = record["path"][0]
+        return f"{what} ({share:.0%} of the critical path)"
     busy = record.get("busy") or {}
     if not busy:
         return "-"
     pipe = max(busy, key=busy.get)
-    return f"{pipe} ({busy[pipe]:.0%})"
+    return f"{pipe} ({busy[pipe]:.0%} busy)"
+
+
+def _limit(record: dict) -> str:
+    """The name of what limits a point (``bottleneck`` without the share)."""
+    return bottleneck(record).split(" (")[0]
 
 
 def buffer_bytes(record: dict) -> int:
@@ -89,7 +100,7 @@ def _tiling(tiling: dict, fields: list) -> str:
 
 
 def _moved(default: dict, best: dict) -> str:
-    a, b = bottleneck(default).split(" ")[0], bottleneck(best).split(" ")[0]
+    a, b = _limit(default), _limit(best)
     return f" ({a} stopped being the bottleneck)" if a != b and a != "-" else ""
 
 
