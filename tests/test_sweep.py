@@ -6,8 +6,10 @@ import shutil
 
 import pytest
 
+from npusim.errors import NpusimError
 from npusim.face.cli import main
 from npusim.studies import sweep as sweep_mod
+from npusim.studies import sweep_store
 from npusim.studies.space import parse_space, points
 from npusim.studies.sweep import sweep
 
@@ -66,6 +68,7 @@ def test_resume_finishes_with_the_same_rows_and_reruns_none(silu_rows, tmp_path,
     half.mkdir()
     lines = (out / "sweep.csv").read_text().splitlines()
     (half / "sweep.csv").write_text("\n".join(lines[:13]) + "\n")   # header + 12 points
+    shutil.copy(out / sweep_store.IDENTITY, half)
     ran = []
     real = sweep_mod.run_points
 
@@ -139,3 +142,63 @@ def test_an_existing_sweep_is_not_overwritten_without_resume(silu_rows, tmp_path
                    "--out", str(copy)])
     assert status == 2 and "--resume" in capsys.readouterr().err
     assert (copy / "sweep.csv").read_text() == before
+
+
+RESUMED_WITH = {
+    "chip": (dict(chip="atlas-training"), "chip"),
+    "shape": (dict(shape=(32, 1024)), "shape"),
+    "dtype": (dict(dtype="float32"), "dtype"),
+    "mode": (dict(check="all"), "mode"),
+}
+
+
+@pytest.mark.parametrize("what", list(RESUMED_WITH))
+def test_resume_refuses_another_sweep_naming_the_difference(what, silu_rows, tmp_path):
+    _, out = silu_rows
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    before = (copy / "sweep.csv").read_text()
+    change, name = RESUMED_WITH[what]
+    with pytest.raises(NpusimError) as info:
+        sweep("silu_backward", **{**SILU, **change}, jobs=1, out=copy, resume=True)
+    text = str(info.value)
+    assert f"{name} = " in text and "--resume" in text and "another --out" in text, text
+    assert (copy / "sweep.csv").read_text() == before
+
+
+def test_resume_refuses_a_changed_chip_file_or_other_params(silu_rows, tmp_path):
+    from npusim.chip import models_dir
+
+    _, out = silu_rows
+    chip = tmp_path / "a2.toml"
+    chip.write_text((models_dir() / "atlas-a2.toml").read_text() + "\n# edited\n")
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    with pytest.raises(NpusimError, match="chip_sha256"):
+        sweep("silu_backward", **{**SILU, "chip": str(chip)}, jobs=1, out=copy, resume=True)
+    ident = sweep_store.read_identity(copy)
+    with pytest.raises(NpusimError, match="params = "):
+        sweep_store.same_sweep({**ident, "params": {"x": "1"}}, ident, copy)
+    with pytest.raises(NpusimError, match="npusim = "):
+        sweep_store.same_sweep({**ident, "npusim": "0.0.1"}, ident, copy)
+
+
+def test_resume_refuses_a_folder_that_does_not_say_what_it_swept(silu_rows, tmp_path):
+    _, out = silu_rows
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / sweep_store.IDENTITY).unlink()
+    with pytest.raises(NpusimError, match="does not record what it swept"):
+        sweep("silu_backward", **SILU, jobs=1, out=copy, resume=True)
+
+
+def test_resume_drops_a_half_written_last_row(silu_rows, tmp_path):
+    rows, out = silu_rows
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    lines = (copy / "sweep.csv").read_text().splitlines()
+    (copy / "sweep.csv").write_text("\n".join(lines[:13]) + "\n" + lines[13][:9])
+    again = sweep("silu_backward", **SILU, jobs=1, out=copy, resume=True, check="none")
+    assert len(again) == 24
+    with open(copy / "sweep.csv") as f:
+        assert len(list(csv.DictReader(f))) == 24

@@ -25,7 +25,8 @@ def sweep_command(args) -> int:
                  resume=args.resume)
     with open(os.path.join(args.out, "sweep.md")) as f:
         print(f.read().rstrip())
-    print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
+    print(f"wrote sweep.csv, sweep.id.json, sweep.json, sweep.md, sweep.png, pareto.png to "
+          f"{args.out}")
     return 1 if any(r["status"] == "mismatch" for r in rows) else 0
 
 
