@@ -25,9 +25,11 @@ import json
 import math
 import multiprocessing
 import resource
+import signal
 import time
 
 from npusim.errors import NpusimError
+from npusim.face import interrupt
 
 GROUPS = ("micro", "standard", "ops", "large")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
@@ -106,7 +108,9 @@ def _ops(quick: bool):
 
 
 def _measure(fn, kw: dict, conn) -> None:
-    """In the child: run, then send (instructions, wall seconds, peak RSS bytes) or an error."""
+    """In the child: run, then send (instructions, wall seconds, peak RSS bytes) or an error.
+    SIGINT is the parent's to handle: it kills this process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         t0 = time.perf_counter()
         r = fn(**kw)
@@ -127,7 +131,14 @@ def measure(fn, kw: dict) -> dict:
     proc = ctx.Process(target=_measure, args=(fn, kw, child))
     proc.start()
     child.close()
-    got = parent.recv() if parent.poll(3600) else ("error", "no answer within an hour")
+    try:
+        got = parent.recv() if parent.poll(3600) else ("error", "no answer within an hour")
+    except EOFError:
+        got = ("error", f"the case's process died (exit {proc.exitcode}; out of memory?)")
+    except BaseException:          # Ctrl-C: the case's process goes too
+        proc.kill()
+        proc.join()
+        raise
     proc.join()
     if got[0] != "ok":
         return {"error": got[1]}
@@ -156,6 +167,7 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
                 row["speedup"] = speedup(row, before.get((group, name)))
             rows.append(row)
             _print(row)
+            interrupt.check()
     if before is not None:
         _print_geomean(rows)
     if json_path:

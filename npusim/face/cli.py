@@ -12,7 +12,7 @@ import sys
 import textwrap
 
 from npusim.errors import NpusimError
-from npusim.face import commands
+from npusim.face import commands, interrupt
 
 EXAMPLES = """examples:
   npusim chips
@@ -34,17 +34,18 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    interrupt.install()
     try:
-        return args.func(args) or 0
+        status = _run(argv)
+        interrupt.check()     # a Ctrl-C that something swallowed on the way still counts
+        return status
     except NpusimError as exc:
         return _fail(str(exc))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # the work is stopped; a second Ctrl-C must not cut the exit
+        interrupt.ignore()
         print("npusim: interrupted", file=sys.stderr)
+        if argv is None:          # the command itself: leave now (see face/interrupt.py)
+            interrupt.leave(130)
         return 130
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
@@ -53,6 +54,15 @@ def main(argv=None) -> int:
             raise
         return _fail(f"internal error: {type(exc).__name__}: {exc} "
                      "(set NPUSIM_DEBUG=1 for the traceback)", 3)
+
+
+def _run(argv) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return args.func(args) or 0
 
 
 def _fail(message: str, status: int = 2) -> int:

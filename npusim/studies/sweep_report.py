@@ -81,7 +81,8 @@ def markdown(case, base: dict, rows: list, default: dict, best, fields: list) ->
         lines += ["", f"## Points that did not run ({len(failed)})", ""]
         lines += [f"- {_tiling(r['tiling'], fields)}: {r['status']}: {r['error'] or r['check']}"
                   for r in failed[:20]]
-    return "\n".join(lines + ["", "Files: sweep.csv, sweep.id.json, sweep.json, sweep.png, pareto.png.", ""])
+    return "\n".join(lines + ["", "Files: sweep.csv, sweep.id.json, sweep.json, sweep.png, "
+                              "pareto.png.", ""])
 
 
 def _tiling(tiling: dict, fields: list) -> str:
