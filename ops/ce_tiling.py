@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusim.errors import TilingError
-from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.common import ceil_div, override, overrides_of, round_up
 
 from .ce_args import OP
 
@@ -119,7 +119,7 @@ def cross_entropy_loss_grad_tiling(chip, rows: int, cols: int, dtype, *, reducti
                                    weighted: bool, overrides: dict | None = None):
     """The tiling for logProb (rows, cols) of ``dtype``: the defaults, with ``overrides`` set
     first and every field they leave open derived from them."""
-    user = dict(overrides or {})
+    user = dict(overrides_of(overrides, OP))
     base = _default_fields(chip, rows, cols)
     if user:
         probe = override(CrossEntropyLossGradTiling(**base), user, OP)   # names and types

@@ -21,7 +21,7 @@ derived from those they did, then the result is validated.
 from dataclasses import dataclass, replace
 
 from npusim.errors import TilingError
-from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.common import ceil_div, override, overrides_of, round_up
 from npusim.ops.sort_merge import merge_window
 
 OP = "aclnnEmbeddingDenseBackward"
@@ -106,7 +106,7 @@ def default_variant(chip, rows: int, dim: int, num_weights: int) -> str:
 def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool,
                      index_bytes: int = 4, overrides: dict | None = None):
     """The tiling for ``rows`` x ``dim`` grads into ``num_weights`` rows on ``chip``."""
-    overrides = dict(overrides or {})
+    overrides = dict(overrides_of(overrides, OP))
     base = EmbeddingDenseBackwardTiling(
         variant=default_variant(chip, rows, dim, num_weights), rows=rows, dim=dim,
         num_weights=num_weights, block_dim=1, rows_per_core=0, big_core_num=0, dim_chunk=dim,
