@@ -153,7 +153,8 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
     cores = chip.vector_core_count
     if t.variant == "v1":
         return _derive_v1(chip, t, overrides, index_bytes)
-    chunk = t.dim_chunk if "dim_chunk" in overrides else min(t.dim, max_v2_chunk(chip))
+    chunk = t.dim_chunk if "dim_chunk" in overrides else \
+        max(1, min(t.dim, max_v2_chunk(chip)))   # dim 0: no kernel runs; 1 keeps it valid
     block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores, t.rows))
     if t.variant == "small_dim":
         per, big = divmod(t.rows, block_dim)
@@ -174,7 +175,7 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
 def _derive_v1(chip, t, overrides: dict, index_bytes: int):
     cores = chip.vector_core_count
     fit = (chip.ub_bytes - V1_UB_RESERVE - index_bytes) // 4 // 8 * 8
-    chunk = t.dim_chunk if "dim_chunk" in overrides else min(t.dim, fit)
+    chunk = t.dim_chunk if "dim_chunk" in overrides else max(1, min(t.dim, fit))
     if t.scale:   # output rows split over the cores; each core scans every index
         block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores,
                                                                             t.num_weights))
@@ -229,10 +230,10 @@ def _validate_sort(chip, t) -> None:
 
 def _validate_v1(chip, t, index_bytes: int) -> None:
     fit = (chip.ub_bytes - V1_UB_RESERVE - index_bytes) // 4 // 8 * 8
-    if not 1 <= t.dim_chunk <= min(t.dim, fit):
+    if not 1 <= t.dim_chunk <= min(max(t.dim, 1), fit):
         raise TilingError(f"{OP}: tiling dim_chunk = {t.dim_chunk}: allowed 1 to "
-                          f"{min(t.dim, fit)} (the embedding dim {t.dim}; {fit} fp32 elements "
-                          f"fit UB on {chip.name})")
+                          f"{min(max(t.dim, 1), fit)} (the embedding dim {t.dim}; {fit} fp32 "
+                          f"elements fit UB on {chip.name})")
     most = v1_batch_rows(chip, t.dim_chunk, index_bytes)
     if not 1 <= t.batch_rows <= most:
         raise TilingError(f"{OP}: tiling batch_rows = {t.batch_rows}: with dim_chunk "
