@@ -118,11 +118,18 @@ def test_ignored_rows_are_zero(ignore_index):
     assert ignored.any() and not np.any(r.outputs["xGradOut"][ignored])
 
 
-def test_every_row_ignored_with_mean_divides_by_zero():
-    """As CANN's kernel: no guard, 0 / 0 gives NaN rows (torch gives NaN too)."""
+def test_every_row_ignored_with_mean_gives_nan_as_cann_not_zero_as_torch():
+    """aclnn follows CANN's kernel, not torch. CANN (ops-nn
+    loss/cross_entropy_loss_grad/op_kernel/cross_entropy_loss_grad_weight_none.h, Process,
+    REDUCTION_MEAN) divides with no guard: ``loss_out_grad = meanSumOutGrad /
+    blockBuf2Local.GetValue(0)``, the sum over all cores of the ignore mask, 0 here, so
+    gradLoss / 0 is inf (or NaN); ``Muls(targetCast, ignoreSelect, loss_out_grad)`` then gives
+    0 * inf = NaN for every row's nll grad, and each row's softmax times it is NaN. torch's
+    nll_loss backward gives zeros instead (its total weight 0 is special-cased)."""
     g, lp, t, w = inputs(5, 16, "float32", ignored=1.0)
     out = ops.cross_entropy_loss_grad(g, lp, t).outputs["xGradOut"]
     assert np.isnan(out).all()
+    assert not torch_reference(g, lp, t, None, "mean", -100).any()   # torch: 0 everywhere
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
