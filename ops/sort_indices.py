@@ -6,8 +6,9 @@ and, for each, its original row (posIdx). Here one vector core copies the keys i
 vector Sort (``isa/vector_index.py``: Sort32 + MrgSort passes, stable) and copies the sorted
 keys and the uint32 positions back out as int32.
 
-Modelled: the traffic and the Sort's cost on one core. Not modelled: CANN's multi-core Sort
-kernel for lists longer than one UB holds (the tiling refuses those for the sorted variants).
+Modelled: the traffic and the Sort's cost on one core, for lists one UB holds. Longer lists
+are sorted in chunks and merged (``ops/sort_merge.py``, ``launch_sort``), which stands for
+CANN's multi-core Sort kernel (not modelled as such).
 """
 
 from npusim.dsl import DataCopyExtParams, Kernel, TPosition, TQue, data_copy_pad

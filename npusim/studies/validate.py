@@ -87,7 +87,11 @@ def load_table(path=None) -> list:
     path = Path(path) if path else TABLE
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise NpusimError(f"validation table {path}: {(exc.strerror or str(exc)).lower()}; "
+                          "give a TOML file of [[row]] entries (the form of "
+                          "npusim/studies/validation.toml)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NpusimError(f"validation table {path}: {' '.join(str(exc).split())}") from None
     rows = [_row(entry, i, path) for i, entry in enumerate(raw.get("row", []), 1)]
     if not rows:
@@ -154,12 +158,18 @@ def summary(results: list) -> dict:
             "not_modelled": [x["id"] for x in results if not x["row"].counted]}
 
 
+def _without_slow(note: str) -> str:
+    """The note without its own leading "Slow:" (the reason already says it)."""
+    head, sep, rest = note.partition(":")
+    return rest.strip() if sep and head.strip().lower() == "slow" else note
+
+
 def result(row: Row, record) -> dict:
     """One row's comparison from its point's record (None: the row was skipped)."""
     out = {"id": row.id, "row": row, "status": "skipped", "measured_us": None,
            "predicted_us": None, "op_us": None, "error": None, "within": False, "why": ""}
     if record is None:
-        return {**out, "why": "marked slow: " + row.note}
+        return {**out, "why": "marked slow: " + _without_slow(row.note)}
     if record["status"] != "ok":
         return {**out, "status": record["status"], "why": record["error"]}
     from npusim.chip import load_chip
