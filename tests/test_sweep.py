@@ -202,3 +202,48 @@ def test_resume_drops_a_half_written_last_row(silu_rows, tmp_path):
     assert len(again) == 24
     with open(copy / "sweep.csv") as f:
         assert len(list(csv.DictReader(f))) == 24
+
+
+def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_failure(
+        silu_rows):
+    from npusim.cases import CASES
+    from npusim.studies.sweep_report import markdown
+
+    rows, out = silu_rows
+    text = (out / "sweep.md").read_text()
+    assert "What limits the default: it reaches" in text and "of its memory roofline" in text
+    assert "Bottleneck:" not in text
+    ran = sum(r["status"] == "ok" for r in rows)
+    default = dict(rows[0], effective_tiling=dict(rows[0]["tiling"]))   # one of the points
+    base = {"chip": "atlas-a2", "shape": [64, 1024], "dtype": "float16", "params": {}}
+    fields = list(rows[0]["tiling"])
+    md = markdown(CASES["silu_backward"], base, rows, default, None, fields)
+    assert f" of {ran}." in md and "not one of the points" not in md
+    failed = [dict(r, status="does not fit", error="x") for r in rows[:1]] * 23
+    md = markdown(CASES["silu_backward"], base, rows + failed, default, None, fields)
+    more = len(rows) - ran + 23 - 20
+    assert md.count("- tile_length=") == 20 and f"- ... and {more} more (every point" in md
+
+
+def test_sweep_png_marks_default_and_best_on_a_categorical_axis_for_few_values():
+    from npusim.cases import CASES
+    from npusim.studies.sweep_report import axis, title
+
+    assert axis([1, 2, 2, 1]) == ([0.0, 1.0, 1.0, 0.0], ["1", "2"])
+    assert axis([True, False]) == ([1.0, 0.0], ["False", "True"])
+    assert axis([8, 16, 24, 32, 40]) == ([8.0, 16.0, 24.0, 32.0, 40.0], None)
+    base = {"chip": "atlas-a2", "shape": [64, 1024], "dtype": "float16"}
+    assert title(CASES["silu_backward"], base) == \
+        "aclnnSiluBackward on atlas-a2, float16 64x1024"
+
+
+def test_out_of_event_ids_names_the_buffer_count_to_lower(tmp_path):
+    rows = sweep("convolution_backward", chip="atlas-a2", shape=(1, 64, 56, 56),
+                 space={"base_m": [32], "base_n": [32]}, jobs=1, check="none",
+                 out=tmp_path / "s")
+    bad = [r for r in rows if "out of event ids" in r["error"]]
+    if not bad:
+        pytest.skip("this shape no longer runs out of event ids")
+    assert "lower the tiling field that sets this queue's buffer count" in bad[0]["error"]
+    text = (tmp_path / "s" / "sweep.md").read_text()
+    assert "The fields that set buffer counts here:" in text and "l0_buffers" in text

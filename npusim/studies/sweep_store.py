@@ -20,7 +20,8 @@ from npusim.errors import NpusimError
 from npusim.studies.executor import BUFFERS, PIPES
 
 IDENTITY = "sweep.id.json"
-METRICS = ["status", "cycles", "time_us", "roofline_ratio", *(f"busy_{p}" for p in PIPES),
+METRICS = ["status", "cycles", "time_us", "roofline_ratio", "bound", "bound_us",
+           *(f"busy_{p}" for p in PIPES),
            *(f"peak_{b}" for b in BUFFERS), "wall_s", "numerics", "check", "error"]
 
 
@@ -156,7 +157,8 @@ def _drop_half_line(path: str) -> None:
 def row_of(record: dict, fields: list) -> list:
     busy, peak = record.get("busy") or {}, record.get("peak_bytes") or {}
     return [*(record["tiling"].get(f) for f in fields), record["status"], record["cycles"],
-            record["time_us"], record["roofline_ratio"], *(busy.get(p, "") for p in PIPES),
+            record["time_us"], record["roofline_ratio"], record.get("bound", ""),
+            record.get("bound_us", ""), *(busy.get(p, "") for p in PIPES),
             *(peak.get(b, "") for b in BUFFERS), record["wall_s"], record["numerics"],
             record["check"], record["error"]]
 
@@ -174,10 +176,12 @@ def _num(text: str):
 
 def record_from_row(row: dict, fields: list) -> dict:
     """A record read back from sweep.csv (for --resume)."""
-    get = {k: _num(v) if k not in ("status", "check", "error") else v for k, v in row.items()}
+    text = ("status", "check", "error", "bound")
+    get = {k: _num(v) if k not in text else v for k, v in row.items()}
     return {"tiling": {f: get[f] for f in fields}, "status": get["status"],
             "error": get["error"], "cycles": get["cycles"], "time_us": get["time_us"],
-            "roofline_ratio": get["roofline_ratio"],
+            "roofline_ratio": get["roofline_ratio"], "bound": get["bound"] or None,
+            "bound_us": get["bound_us"],
             "busy": {p: get[f"busy_{p}"] for p in PIPES if get[f"busy_{p}"] is not None},
             "peak_bytes": {b: get[f"peak_{b}"] for b in BUFFERS
                            if get[f"peak_{b}"] is not None},
