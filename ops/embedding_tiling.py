@@ -50,7 +50,8 @@ class EmbeddingDenseBackwardTiling:
     num_weights: int       # rows of out
     block_dim: int         # cores of the main kernel
     rows_per_core: int     # rows of each core (v1: a multiple of 128; the last core takes
-    #                        what is left); the first big_core_num cores take one more
+    #                        what is left; small_dim: rows // block_dim, the last core takes
+    #                        the rest); the first big_core_num cores take one more
     big_core_num: int      # cores taking rows_per_core + 1 rows (sorted, deterministic)
     dim_chunk: int         # D elements per pass (formerEmbeddingDim); D is walked in chunks
     batch_rows: int        # rows per UB batch (v1, small_dim); 1 for the V2 sorted kernels
@@ -69,6 +70,11 @@ class EmbeddingDenseBackwardTiling:
 
     def core_rows(self, core: int) -> tuple[int, int]:
         """(first row, row count) of ``core``."""
+        if self.variant == "small_dim":   # Tiling4SmallDim: tailCopyRow on the last core
+            start = core * self.rows_per_core
+            last = core == self.block_dim - 1
+            count = self.rows - start if last else self.rows_per_core
+            return min(start, self.rows), max(0, min(count, self.rows - start))
         big = min(core, self.big_core_num)
         start = core * self.rows_per_core + big
         count = self.rows_per_core + (core < self.big_core_num)
@@ -156,12 +162,12 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
     chunk = t.dim_chunk if "dim_chunk" in overrides else \
         max(1, min(t.dim, max_v2_chunk(chip)))   # dim 0: no kernel runs; 1 keeps it valid
     block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores, t.rows))
-    if t.variant == "small_dim":
-        per, big = divmod(t.rows, block_dim)
+    if t.variant == "small_dim":   # formerCopyRow = rows // cores; the last core the rest
+        per, rest = divmod(t.rows, block_dim)
         batch = t.batch_rows if "batch_rows" in overrides else \
-            max(1, min(small_dim_rows(chip, t.dim), per + (big > 0)))
+            max(1, min(small_dim_rows(chip, t.dim), per + rest))
         return replace(t, dim_chunk=chunk, block_dim=block_dim, rows_per_core=per,
-                       big_core_num=big, batch_rows=batch,
+                       big_core_num=0, batch_rows=batch,
                        scale_block_dim=min(cores, t.num_weights))
     per, big = divmod(t.rows, block_dim)
     sort_chunk = t.sort_chunk if "sort_chunk" in overrides else sort_capacity(chip)

@@ -493,3 +493,19 @@ def test_bad_sort_tiling():
                                ({"merge_window": 4}, "merge_window = 4")):
         with pytest.raises(TilingError, match=message):
             ops.embedding_dense_backward(grad, idx, num_weights=5, tiling=overrides)
+
+
+def test_small_dim_rows_split_as_cann_the_last_core_takes_the_rest():
+    """CANN's Tiling4SmallDim (embedding_dense_grad_v2_tiling.cpp): formerCopyRow =
+    gradRow / coreNum on every core, tailCopyRow = gradRow - formerCopyRow * (coreNum - 1) on
+    the last (kernels.md §4(c))."""
+    from npusim.chip import load_chip
+
+    t = embedding_tiling(load_chip("atlas-a2"), rows=100, dim=16, num_weights=50, scale=False)
+    assert t.variant == "small_dim" and t.block_dim == 48
+    split = [t.core_rows(c) for c in range(t.block_dim)]
+    assert split[:47] == [(2 * c, 2) for c in range(47)] and split[47] == (94, 6)
+    grad = np.random.default_rng(0).standard_normal((100, 16)).astype(np.float32)
+    idx = np.random.default_rng(1).integers(0, 50, 100)
+    r = ops.embedding_dense_backward(grad, idx, num_weights=50)
+    assert_close(r.outputs["out"], torch_reference(grad, idx, 50, -1, False), 1e-5, 1e-6)
