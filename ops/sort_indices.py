@@ -42,7 +42,7 @@ class SortIndicesKernel(Kernel):
         keys = self.in_que.deque()
         values = self.val_que.alloc_tensor("float32")
         positions = self.idx_que.alloc_tensor("uint32")
-        vec.sort(values, positions, keys, self.rows, descending=False)
+        vec.sort_ascending(values, positions, keys, self.rows)
         self.val_que.enque(values)
         self.idx_que.enque(positions)
         self.in_que.free_tensor(keys)
