@@ -123,12 +123,38 @@ def _row(entry: dict, i: int, path) -> Row:
     if entry["compare"] == "kernel" and not entry.get("kernel"):
         raise NpusimError(f"validation table {path}: row {entry['id']}: compare = \"kernel\" "
                           "needs kernel = the kernel's name")
+    _check_run_fields(entry, path)
     known = set(Row.__dataclass_fields__)
     values = {k: v for k, v in entry.items() if k in known}
     values["shape"] = tuple(entry["shape"])
     values["params"] = {k: str(v) for k, v in entry.get("params", {}).items()}
     values["tiling"] = dict(entry.get("tiling", {}))
     return Row(**values)
+
+
+def _check_run_fields(entry: dict, path) -> None:
+    """What the row runs and compares: a known op and chip model, a shape of positive
+    integers, a dtype the op takes, a positive value and tolerance; one NpusimError naming the
+    row and the field, before anything runs."""
+    from npusim.cases import find_case, parse_dtype
+    from npusim.chip import load_chip
+
+    where = f"validation table {path}: row {entry['id']}"
+    try:
+        case = find_case(str(entry["op"]))
+        load_chip(str(entry["model"]))
+        parse_dtype(str(entry["dtype"]), case)
+    except NpusimError as exc:
+        raise NpusimError(f"{where}: {exc}") from None
+    shape = entry["shape"]
+    if not (isinstance(shape, list) and shape and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
+        raise NpusimError(f"{where}: shape = {shape!r}: a list of positive integers, "
+                          "e.g. [1, 4096, 64, 64]")
+    for key in ("value", "tolerance"):
+        v = entry[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+            raise NpusimError(f"{where}: {key} = {v!r}: a positive number")
 
 
 def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
