@@ -4,6 +4,11 @@ bench.
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
 ``npusim.face.outdir``). Set ``NPUSIM_DEBUG=1`` to see the traceback of an internal error.
+
+BLAS gets one thread per process (``OPENBLAS_NUM_THREADS`` and the like default to 1; set them to
+change it): the studies' processes are the parallelism, and on a loaded 2-core host a threaded
+BLAS made the convolution golden's grouped matmuls 3-4x slower (measured: ResNet-50 conv2_x at
+batch 32, 11.6 s threaded, 2.5 s single) while the simulation did not change.
 """
 
 import argparse
@@ -33,7 +38,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main(argv=None) -> int:
+    for var in BLAS_THREADS:        # one BLAS thread per process unless the user says more
+        os.environ.setdefault(var, "1")
     interrupt.install()
     try:
         status = _run(argv)
@@ -185,6 +195,10 @@ def _op_arguments(p, case, command: str) -> None:
                    help="timed: SimPy run with cycles (default); functional: program order")
     p.add_argument("--seed", type=_seed, default=0,
                    help="random input seed, an integer >= 0 (default 0)")
+    if command == "run":
+        p.add_argument("--check", choices=("on", "off"), default="on",
+                       help="compare every output bit for bit with its numpy golden (on, the "
+                       "default), or skip the golden (off: the run says so)")
     what = ("trace.json, summary.json, pipeline.png, memory.png" if command == "run"
             else "compare.png, compare.json, compare.md")
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")

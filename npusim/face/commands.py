@@ -163,7 +163,7 @@ def run_command(args) -> int:
     with OutputDir(args.out) if args.out else nullcontext() as out:
         with Progress(f"running {case.name} on {chip.name}"):
             run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
-                           seed=args.seed)
+                           seed=args.seed, check=args.check == "on")
         print("\n".join(summary_lines(run)))
         if out is not None:
             with Progress("writing the trace and plots"):
