@@ -19,7 +19,7 @@ PRINTS = {
         "161002 aclnnConvolutionBackward: cubeMathType = 0"],
     "docs/guide/operators.md": [
         "[[-0.00909424  0.04101562  0.04101562]", "32 2 4688",
-        "small_dim 13878 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']",
+        "small_dim 13880 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']",
         "[[6 8]\n [3 4]]", "2 4 4"],
     "docs/guide/python-api.md": [
         "6495 6.495", "{'UB': 106496}", "'gradInput': (2, 32, 28, 28)",
