@@ -4,7 +4,9 @@ A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the
 texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
 only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``.
 ``run_point`` turns it into a plain record (a timing-only point runs without the sanitizer,
-which does not change cycles); any executor gives the same records:
+which does not change cycles, and without the golden unless it asks for a check; the run's
+memory is collected before the next point, as reference cycles hold its GM); any executor gives
+the same records:
 
 - in-process (``jobs=1``);
 - a local process pool (``jobs=N``);
@@ -15,6 +17,7 @@ A point that cannot run (its tiling does not fit, its arguments break a rule) is
 its status and message, never an exception out of the executor.
 """
 
+import gc
 import os
 import signal
 import threading
@@ -38,12 +41,13 @@ def run_point(point: dict) -> dict:
               "numerics": bool(point.get("numerics")), "check": "", "effective_tiling": {},
               "kernels": [], "instruction_counts": {}}
     try:
-        run = _run(point, record)
-        _fill(record, run, point)
+        _fill(record, _run(point, record), point)
     except TilingError as exc:
         record.update(status="does not fit", error=" ".join(str(exc).split()))
     except NpusimError as exc:
         record.update(status="error", error=" ".join(str(exc).split()))
+    finally:
+        gc.collect()     # the run's GM and buffers sit in reference cycles: free them now
     record["wall_s"] = round(time.perf_counter() - t0, 4)
     return record
 
@@ -56,7 +60,8 @@ def _run(point: dict, record: dict):
     params = case.parse_params(point.get("params") or {})
     numerics = bool(point.get("numerics") or point.get("check"))
     run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
-    options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0), trace=False)
+    options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0), trace=False,
+                   check=bool(point.get("check")))   # the golden only when asked for
     try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
         return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
     except NumericsRequiredError:
