@@ -244,3 +244,15 @@ def test_a_points_run_is_freed_before_the_next_point(monkeypatch):
         assert made and all(ref() is None for ref in made)
     finally:
         gc.enable()
+
+
+def test_the_bench_memory_cases_run_and_count_instructions(small):
+    """npusim bench --group memory runs these (each in a process of its own, for its RSS)."""
+    from npusim.face import bench_memory
+
+    path, _ = small
+    r = bench_memory.prediction(str(path), batch=1)
+    assert r.stats["instructions"] > 0 and r.stats["wall_seconds"]["total"] > 0
+    run = bench_memory.checked_run("embedding_dense_backward", (64, 32), {"indices": "zipf"})
+    assert run.stats["instructions"] > 0
+    assert [case[0] for case in bench_memory.cases(True)][0].startswith("run embedding")

@@ -14,7 +14,9 @@ share GM with it, so the two overlap). The groups:
   numerics off), all on atlas-a2 with the default options otherwise;
 - ``ops``: every operator of the command at its default size, default options;
 - ``large`` (only when asked for: minutes, GBs): SiluBackward fp16 32M elements, and the 1x1
-  convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise.
+  convolution whose dx and dw are 6144^3 GEMMs with numerics on, default options otherwise;
+- ``memory`` (only when asked for: about half an hour): the large runs whose peak memory issue
+  24 bounded (``npusim/face/bench_memory.py``).
 
 ``--json FILE`` writes the rows, so two checkouts can be compared: ``--against FILE`` (a
 ``--json`` file of another checkout, same machine) adds each case's speed-up over that run and,
@@ -31,7 +33,7 @@ import time
 from npusim.errors import NpusimError
 from npusim.face import interrupt
 
-GROUPS = ("micro", "standard", "ops", "large")
+GROUPS = ("micro", "standard", "ops", "large", "memory")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
@@ -156,7 +158,10 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
     before = load_rows(against) if against else None
     rows = []
     print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
-    makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large}
+    from npusim.face import bench_memory
+
+    makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large,
+              "memory": bench_memory.cases}
     for group in groups:
         for name, fn, kw, bare in makers[group](quick):
             row = {"group": group, "case": name, **measure(fn, kw)}

@@ -144,11 +144,13 @@ def _parser() -> argparse.ArgumentParser:
                        description="Simulator speed on this machine: instructions per second, "
                        "wall time and peak RSS of each case (each in a process of its own).")
     p.add_argument("--quick", action="store_true", help="smaller cases")
-    p.add_argument("--group", action="append", choices=("micro", "standard", "ops", "large"),
+    p.add_argument("--group", action="append",
+                   choices=("micro", "standard", "ops", "large", "memory"),
                    help="only these groups (repeat; default micro, standard and ops): the "
                    "engine's micro-kernels, the standard speed cases, every operator at its "
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
-                   "with numerics")
+                   "with numerics; memory (half an hour): the peak RSS of the large runs of "
+                   "docs/guide/memory.md")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
