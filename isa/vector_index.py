@@ -217,7 +217,10 @@ class Gather(VectorInstr):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sort(VectorInstr):
-    """Sort(dst_values, dst_indices, src, count, descending): stable sort with indices."""
+    """Sort(dst_values, dst_indices, src, count): stable descending sort with indices (Sort32
+    groups, then MrgSort passes). Ascend C's Sort32 and MrgSort sort descending only, so
+    ``descending=False`` is refused: a kernel that wants ascending order negates the keys
+    (Muls by -1) before and the sorted values after, and pays for both."""
 
     name: ClassVar[str] = "sort"
     op: ClassVar[str] = "sort32"
@@ -240,6 +243,10 @@ class Sort(VectorInstr):
     def check_operands(self) -> None:
         if self.repeat is not None:
             raise NpusimError("sort: only counter mode (count=) is modelled")
+        if self.descending is not True:
+            raise NpusimError(f"sort: descending = {self.descending!r}: Sort32 and MrgSort sort "
+                              "descending only; for ascending, negate the keys (Muls by -1) "
+                              "before and the sorted values after")
         same_dtype(self.name, self.dst_values, self.src)
         if self.dst_indices.dtype != np.uint32:
             raise NpusimError(f"sort: dst_indices must be uint32, got "
@@ -268,7 +275,7 @@ class Sort(VectorInstr):
 
     def execute(self) -> None:
         x = self.src.array(self.count)
-        order = np.argsort(-x if self.descending else x, kind="stable")
+        order = np.argsort(-x, kind="stable")
         values = x[order]
         self.dst_indices.array(self.count)[...] = order.astype(np.uint32)
         self.dst_values.array(self.count)[...] = values

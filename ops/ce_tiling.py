@@ -12,6 +12,14 @@ left: in and out buffers of the input dtype (``buffer_num`` each; CANN uses 1) a
 buffer, i.e. 8 bytes per element for fp16/bf16 and 12 for fp32 with one buffer, rounded down to
 512 bytes of the input dtype; when that leaves no whole aligned chunk (C below 512 bytes) the
 whole row is the tail.
+
+``cann_col_chunk`` is CANN's own formula (CELossGradCoreSplitInfo), which reproduces kernels.md
+§3(b)'s worked example (8192 x 32000 bf16 mean on 40 cores: chunk 23808, tail 8192). npusim's
+default chunk is smaller by what its kernel keeps beside CANN's buffers: a fp32 scratch row, the
+nll row, the nll broadcast blocks (32 bytes a row: ``ops/ce_kernel.py`` multiplies by nll with
+Brcb + Mul where CANN reads it into a scalar register, as npusim binds scalar operands when a
+kernel is recorded) and the mean's scalars; in the worked example that is 8704 bytes, 1088
+elements, so the chunk is 22784 and the tail 9216. CANN's chunk does not fit UB beside them.
 """
 
 from dataclasses import dataclass
@@ -19,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusim.errors import TilingError
-from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.common import ceil_div, override, overrides_of, round_up
 
 from .ce_args import OP
 
@@ -109,6 +117,25 @@ def _largest_batch(limit: int, budget: int, meta_of) -> int:
     return lo
 
 
+def cann_col_chunk(ub_bytes: int, rows: int, cols: int, itemsize: int, *, reduction: str,
+                   weighted: bool, cores: int) -> int:
+    """alignColLoopNum as CANN's host tiling computes it (ops-nn
+    loss/cross_entropy_loss_grad/op_host/cross_entropy_loss_grad_tiling.cpp,
+    CELossGradCoreSplitInfo): the UB left after the per-row buffers of frontRowNum rows, over
+    12 (fp32) or 8 (fp16/bf16) bytes per element, aligned down to 512 bytes."""
+    front = ceil_div(rows, min(rows, cores))
+    taken = _a32(front * 8) + 2 * _a32(front * 4) + _a32(front)   # target, cast, ignore, mask
+    if weighted:
+        taken += _a32(front * 4)
+    if reduction == "none":
+        taken += _a32(front * itemsize) + (_a32(front * 4) if itemsize == 2 else 0)
+    if reduction == "mean":
+        taken += 32 + _a32(max(cores, front) * 4)                  # tBuf2, tBuf3
+    per = 12 if itemsize == 4 else 8
+    align = CHUNK_ALIGN_BYTES // itemsize
+    return min((ub_bytes - taken) // per, cols) // align * align
+
+
 def _split(rows: int, block_dim: int) -> dict:
     front_core_num = rows % block_dim or block_dim
     return dict(block_dim=block_dim, front_core_num=front_core_num,
@@ -119,7 +146,7 @@ def cross_entropy_loss_grad_tiling(chip, rows: int, cols: int, dtype, *, reducti
                                    weighted: bool, overrides: dict | None = None):
     """The tiling for logProb (rows, cols) of ``dtype``: the defaults, with ``overrides`` set
     first and every field they leave open derived from them."""
-    user = dict(overrides or {})
+    user = dict(overrides_of(overrides, OP))
     base = _default_fields(chip, rows, cols)
     if user:
         probe = override(CrossEntropyLossGradTiling(**base), user, OP)   # names and types

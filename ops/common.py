@@ -79,14 +79,22 @@ def _show(value) -> str:
     return str(value)
 
 
-def override(tiling, overrides: dict | None, op: str):
-    """``tiling`` with the fields in ``overrides`` replaced; an unknown field or a value of the
-    wrong kind is a TilingError naming the fields there are. The caller re-validates."""
-    if not overrides:
-        return tiling
+def overrides_of(overrides, op: str) -> dict:
+    """The user's tiling overrides as a dict (None: none); anything but a dict is one
+    TilingError, for every operator alike."""
+    if overrides is None:
+        return {}
     if not isinstance(overrides, dict):
         raise TilingError(f"{op}: tiling overrides must be a dict of field: value, "
                           f"got {type(overrides).__name__}")
+    return overrides
+
+
+def override(tiling, overrides: dict | None, op: str):
+    """``tiling`` with the fields in ``overrides`` replaced; an unknown field or a value of the
+    wrong kind is a TilingError naming the fields there are. The caller re-validates."""
+    if not overrides_of(overrides, op):
+        return tiling
     fields = {f.name: f for f in dataclasses.fields(tiling)}
     for key, value in overrides.items():
         if key not in fields:

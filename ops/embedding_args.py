@@ -137,20 +137,33 @@ def cast_indices(indices: np.ndarray, kind: str = "int32") -> np.ndarray:
     arr = np.asarray(indices)
     info = np.iinfo(kind)
     if arr.dtype.kind == "f" or name_of(arr.dtype) == "bfloat16":
-        wide = np.nan_to_num(np.trunc(arr.astype(np.float64)), nan=0.0)
-        return np.clip(wide, info.min, info.max).astype(kind)
+        wide = np.nan_to_num(np.trunc(arr.astype(np.float64)), nan=0.0, posinf=info.max,
+                             neginf=info.min)
+        high, low = wide >= float(info.max), wide <= float(info.min)
+        out = np.where(high | low, 0, wide).astype(kind)   # in range: no invalid cast
+        out[high], out[low] = info.max, info.min
+        return out
     return np.clip(arr.astype(np.int64), info.min, info.max).astype(kind)
 
 
 def check_index_values(spec: EmbeddingSpec) -> None:
-    """Every index, as cast, in [0, numWeights): else a ParamError naming the first bad one."""
+    """Every index, as cast, in [0, numWeights): else a ParamError naming the first bad one
+    (a float index that is infinite says so)."""
     if spec.indices.size == 0:
         return
     raw = np.asarray(spec.indices)
+    bound = f"[0, numWeights) = [0, {spec.num_weights})"
+    if raw.dtype.kind == "f" or name_of(raw.dtype) == "bfloat16":
+        inf = np.flatnonzero(np.isinf(raw.astype(np.float64)))
+        if inf.size:
+            i = int(inf[0])
+            raise invalid(f"indices[{i}] = {raw[i].item()!r} is not finite; an index must be "
+                          f"a finite number in {bound}; {inf.size} indices are infinite")
     values = cast_indices(raw, "int64")
     bad = np.flatnonzero((values < 0) | (values >= spec.num_weights))
     if bad.size:
         i = int(bad[0])
-        raise invalid(f"indices[{i}] = {raw[i].item()!r} (as an index: {int(values[i])}) is "
-                      f"outside [0, numWeights) = [0, {spec.num_weights}); {bad.size} indices "
-                      "are out of range")
+        shown = raw[i].item()
+        cast = f" (as an index: {int(values[i])})" if abs(shown) < 2**62 else ""
+        raise invalid(f"indices[{i}] = {shown!r}{cast} is outside {bound}; {bad.size} "
+                      "indices are out of range")

@@ -81,7 +81,7 @@ class SmallDimKernel(Kernel):
         keys, values = work[0], work[room]
         positions = self.keys.get("uint32")[2 * room]
         vec.cast(keys, idx, "none", n)
-        vec.sort(values, positions, keys, n, descending=False)
+        vec.sort_ascending(values, positions, keys, n)
         set_flag(HardEvent.V_S)
         wait_flag(HardEvent.V_S)
         self.walk(g, values, positions, n)

@@ -21,7 +21,7 @@ derived from those they did, then the result is validated.
 from dataclasses import dataclass, replace
 
 from npusim.errors import TilingError
-from npusim.ops.common import ceil_div, override, round_up
+from npusim.ops.common import ceil_div, override, overrides_of, round_up
 from npusim.ops.sort_merge import merge_window
 
 OP = "aclnnEmbeddingDenseBackward"
@@ -50,7 +50,8 @@ class EmbeddingDenseBackwardTiling:
     num_weights: int       # rows of out
     block_dim: int         # cores of the main kernel
     rows_per_core: int     # rows of each core (v1: a multiple of 128; the last core takes
-    #                        what is left); the first big_core_num cores take one more
+    #                        what is left; small_dim: rows // block_dim, the last core takes
+    #                        the rest); the first big_core_num cores take one more
     big_core_num: int      # cores taking rows_per_core + 1 rows (sorted, deterministic)
     dim_chunk: int         # D elements per pass (formerEmbeddingDim); D is walked in chunks
     batch_rows: int        # rows per UB batch (v1, small_dim); 1 for the V2 sorted kernels
@@ -69,6 +70,11 @@ class EmbeddingDenseBackwardTiling:
 
     def core_rows(self, core: int) -> tuple[int, int]:
         """(first row, row count) of ``core``."""
+        if self.variant == "small_dim":   # Tiling4SmallDim: tailCopyRow on the last core
+            start = core * self.rows_per_core
+            last = core == self.block_dim - 1
+            count = self.rows - start if last else self.rows_per_core
+            return min(start, self.rows), max(0, min(count, self.rows - start))
         big = min(core, self.big_core_num)
         start = core * self.rows_per_core + big
         count = self.rows_per_core + (core < self.big_core_num)
@@ -106,7 +112,7 @@ def default_variant(chip, rows: int, dim: int, num_weights: int) -> str:
 def embedding_tiling(chip, *, rows: int, dim: int, num_weights: int, scale: bool,
                      index_bytes: int = 4, overrides: dict | None = None):
     """The tiling for ``rows`` x ``dim`` grads into ``num_weights`` rows on ``chip``."""
-    overrides = dict(overrides or {})
+    overrides = dict(overrides_of(overrides, OP))
     base = EmbeddingDenseBackwardTiling(
         variant=default_variant(chip, rows, dim, num_weights), rows=rows, dim=dim,
         num_weights=num_weights, block_dim=1, rows_per_core=0, big_core_num=0, dim_chunk=dim,
@@ -153,14 +159,15 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
     cores = chip.vector_core_count
     if t.variant == "v1":
         return _derive_v1(chip, t, overrides, index_bytes)
-    chunk = t.dim_chunk if "dim_chunk" in overrides else min(t.dim, max_v2_chunk(chip))
+    chunk = t.dim_chunk if "dim_chunk" in overrides else \
+        max(1, min(t.dim, max_v2_chunk(chip)))   # dim 0: no kernel runs; 1 keeps it valid
     block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores, t.rows))
-    if t.variant == "small_dim":
-        per, big = divmod(t.rows, block_dim)
+    if t.variant == "small_dim":   # formerCopyRow = rows // cores; the last core the rest
+        per, rest = divmod(t.rows, block_dim)
         batch = t.batch_rows if "batch_rows" in overrides else \
-            max(1, min(small_dim_rows(chip, t.dim), per + (big > 0)))
+            max(1, min(small_dim_rows(chip, t.dim), per + rest))
         return replace(t, dim_chunk=chunk, block_dim=block_dim, rows_per_core=per,
-                       big_core_num=big, batch_rows=batch,
+                       big_core_num=0, batch_rows=batch,
                        scale_block_dim=min(cores, t.num_weights))
     per, big = divmod(t.rows, block_dim)
     sort_chunk = t.sort_chunk if "sort_chunk" in overrides else sort_capacity(chip)
@@ -174,7 +181,7 @@ def _derive(chip, t, overrides: dict, index_bytes: int):
 def _derive_v1(chip, t, overrides: dict, index_bytes: int):
     cores = chip.vector_core_count
     fit = (chip.ub_bytes - V1_UB_RESERVE - index_bytes) // 4 // 8 * 8
-    chunk = t.dim_chunk if "dim_chunk" in overrides else min(t.dim, fit)
+    chunk = t.dim_chunk if "dim_chunk" in overrides else max(1, min(t.dim, fit))
     if t.scale:   # output rows split over the cores; each core scans every index
         block_dim = t.block_dim if "block_dim" in overrides else max(1, min(cores,
                                                                             t.num_weights))
@@ -229,10 +236,10 @@ def _validate_sort(chip, t) -> None:
 
 def _validate_v1(chip, t, index_bytes: int) -> None:
     fit = (chip.ub_bytes - V1_UB_RESERVE - index_bytes) // 4 // 8 * 8
-    if not 1 <= t.dim_chunk <= min(t.dim, fit):
+    if not 1 <= t.dim_chunk <= min(max(t.dim, 1), fit):
         raise TilingError(f"{OP}: tiling dim_chunk = {t.dim_chunk}: allowed 1 to "
-                          f"{min(t.dim, fit)} (the embedding dim {t.dim}; {fit} fp32 elements "
-                          f"fit UB on {chip.name})")
+                          f"{min(max(t.dim, 1), fit)} (the embedding dim {t.dim}; {fit} fp32 "
+                          f"elements fit UB on {chip.name})")
     most = v1_batch_rows(chip, t.dim_chunk, index_bytes)
     if not 1 <= t.batch_rows <= most:
         raise TilingError(f"{OP}: tiling batch_rows = {t.batch_rows}: with dim_chunk "

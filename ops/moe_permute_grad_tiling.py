@@ -21,7 +21,7 @@ the deepest queue it fits), then everything is validated. The other fields follo
 from dataclasses import dataclass
 
 from npusim.errors import TilingError
-from npusim.ops.common import override, round_up
+from npusim.ops.common import override, overrides_of, round_up
 
 OP = "aclnnMoeTokenPermuteGrad"
 RESERVE_BYTES = 5120      # UB kept for sortedIndices: topK 512 needs 2 KB a token (reserveSpace)
@@ -100,6 +100,7 @@ class Problem:
 def moe_token_permute_grad_tiling(chip, problem: Problem, overrides: dict | None = None):
     """The host tiling for ``problem`` on ``chip``, with the user's ``overrides`` (derive, then
     validate: a TilingError is only ever about a field the user set)."""
+    overrides = overrides_of(overrides, OP)
     default = _derive(chip, problem, {})
     if not overrides:
         return default

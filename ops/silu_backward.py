@@ -35,6 +35,7 @@ from npusim.ops.common import (
     check_dtype,
     check_same,
     override,
+    overrides_of,
     product_name,
     require,
     resolve_chip,
@@ -87,6 +88,7 @@ def _split(total: int, itemsize: int, block_dim: int, block_bytes: int) -> dict:
 
 def silu_backward_tiling(chip, total: int, dtype, overrides: dict | None = None):
     """The default tiling for ``total`` elements of ``dtype`` on ``chip``, with ``overrides``."""
+    overrides = overrides_of(overrides, OP)
     item = np.dtype(dtype).itemsize
     blocks = ceil_div(total * item, chip.block_bytes)
     cores = max(1, min(chip.vector_core_count, ceil_div(total, 1024), blocks))

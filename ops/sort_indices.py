@@ -6,8 +6,9 @@ and, for each, its original row (posIdx). Here one vector core copies the keys i
 vector Sort (``isa/vector_index.py``: Sort32 + MrgSort passes, stable) and copies the sorted
 keys and the uint32 positions back out as int32.
 
-Modelled: the traffic and the Sort's cost on one core. Not modelled: CANN's multi-core Sort
-kernel for lists longer than one UB holds (the tiling refuses those for the sorted variants).
+Modelled: the traffic and the Sort's cost on one core, for lists one UB holds. Longer lists
+are sorted in chunks and merged (``ops/sort_merge.py``, ``launch_sort``), which stands for
+CANN's multi-core Sort kernel (not modelled as such).
 """
 
 from npusim.dsl import DataCopyExtParams, Kernel, TPosition, TQue, data_copy_pad
@@ -41,7 +42,7 @@ class SortIndicesKernel(Kernel):
         keys = self.in_que.deque()
         values = self.val_que.alloc_tensor("float32")
         positions = self.idx_que.alloc_tensor("uint32")
-        vec.sort(values, positions, keys, self.rows, descending=False)
+        vec.sort_ascending(values, positions, keys, self.rows)
         self.val_que.enque(values)
         self.idx_que.enque(positions)
         self.in_que.free_tensor(keys)

@@ -66,7 +66,7 @@ class SortChunksKernel(Kernel):
             n = min(k, self.rows - first)
             _copy(keys, self.keys[first], n)
             _sync(HardEvent.MTE2_V)
-            vec.sort(values, slots, keys, n, descending=False)
+            vec.sort_ascending(values, slots, keys, n)
             pos = slots.reinterpret_cast("int32")
             vec.adds(pos, pos, first, n)
             _sync(HardEvent.V_MTE3)
@@ -120,7 +120,8 @@ class MergeKernel(Kernel):
         _copy(self.rows_in[na], self.src_pos[self.b[0]], nb)
         _sync(HardEvent.MTE2_V)
         _sync(HardEvent.MTE2_S)
-        vec.sort(self.values, self.slots, self.keys, na + nb, descending=False)
+        vec.sort_ascending(self.values, self.slots, self.keys, na + nb)
+        vec.muls(self.keys, self.keys, -1.0, na + nb)   # the last keys, read below, back
         _sync(HardEvent.V_S)
         ints = self.keys.reinterpret_cast("int32")
         last_a = get_value(ints, na - 1) if self.a[0] + na < self.a[1] else None

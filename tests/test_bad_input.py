@@ -203,3 +203,20 @@ def test_nan_and_inf_inputs_leak_no_warning():
         ws = np.full((16, 16, 3, 3), np.nan, np.float16)
         for chip in ("atlas-a2", "atlas-training"):
             ops.convolution_backward(xs, xs, ws, **CONV, chip=chip)
+
+
+@pytest.mark.parametrize("bad", [[1], "x", 3, 0, "", (("block_dim", 1),), 1.5])
+@pytest.mark.parametrize("op", ["silu_backward", "convolution_backward",
+                                "cross_entropy_loss_grad", "embedding_dense_backward",
+                                "moe_token_permute_grad"])
+def test_tiling_not_a_dict_is_one_tiling_error_for_every_operator(op, bad):
+    from npusim.cases import CASES
+
+    case = CASES[op]
+    args, kwargs = case.make(tuple(case.quick_shape), case.dtypes[0], case.parse_params({}),
+                             np.random.default_rng(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TilingError, match="tiling overrides must be a dict of field: value"
+                           f", got {type(bad).__name__}"):
+            case.function()(*args, **kwargs, tiling=bad)

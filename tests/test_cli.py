@@ -1,6 +1,7 @@
 """The npusim command, through a subprocess as a user runs it."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -178,3 +179,21 @@ def test_bench_against_an_earlier_run(tmp_path):
     bad = npusim("bench", "--quick", "--group", "standard", "--against", str(tmp_path / "bad.json"))
     assert bad.returncode != 0 and "not a bench --json file" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_run_check_off_skips_the_golden_and_says_so(monkeypatch, capsys):
+    import npusim.cases.run as case_run
+    from npusim.face.cli import BLAS_THREADS, main
+
+    for var in BLAS_THREADS:     # main sets them when unset: restored after the test
+        monkeypatch.setenv(var, os.environ.get(var, "1"))
+
+    def no_golden(*args, **kwargs):
+        raise AssertionError("the golden ran")
+
+    monkeypatch.setattr(case_run, "check_outputs", no_golden)
+    assert main(["run", "silu_backward", "--shape", "64x1024", "--check", "off"]) == 0
+    out = capsys.readouterr().out
+    assert "not checked (--check off)" in out and "bit-identical" not in out
+    assert main(["run", "silu_backward", "--shape", "64x1024"]) == 3     # --check on: it ran
+    assert "the golden ran" in capsys.readouterr().err

@@ -19,7 +19,7 @@ PRINTS = {
         "161002 aclnnConvolutionBackward: cubeMathType = 0"],
     "docs/guide/operators.md": [
         "[[-0.00909424  0.04101562  0.04101562]", "32 2 4688",
-        "small_dim 13878 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']",
+        "small_dim 13880 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']",
         "[[6 8]\n [3 4]]", "2 4 4"],
     "docs/guide/python-api.md": [
         "6495 6.495", "{'UB': 106496}", "'gradInput': (2, 32, 28, 28)",
@@ -90,3 +90,14 @@ def test_the_readme_is_a_front_page():
     quick = text.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     assert quick.splitlines() == ['pip install . && npusim demo',
                                   'pip install ".[test]" && pytest']
+
+
+def test_the_readme_says_how_to_get_the_cpu_torch_wheel():
+    readme = (ROOT / "README.md").read_text()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in readme
+    assert 'pip install . && npusim demo\npip install ".[test]" && pytest\n' in readme
+
+
+def test_no_page_calls_a_small_map_resnet50s_stem_shape():
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        assert "stem shape" not in page.read_text(), page

@@ -20,6 +20,7 @@ from npusim.face.cli import main as npusim_main
 from npusim.ops import ce_kernel
 from npusim.ops.ce_tiling import (
     CrossEntropyLossGradTiling,
+    cann_col_chunk,
     chunk_bytes,
     cross_entropy_loss_grad_tiling,
     meta_bytes,
@@ -118,11 +119,18 @@ def test_ignored_rows_are_zero(ignore_index):
     assert ignored.any() and not np.any(r.outputs["xGradOut"][ignored])
 
 
-def test_every_row_ignored_with_mean_divides_by_zero():
-    """As CANN's kernel: no guard, 0 / 0 gives NaN rows (torch gives NaN too)."""
+def test_every_row_ignored_with_mean_gives_nan_as_cann_not_zero_as_torch():
+    """aclnn follows CANN's kernel, not torch. CANN (ops-nn
+    loss/cross_entropy_loss_grad/op_kernel/cross_entropy_loss_grad_weight_none.h, Process,
+    REDUCTION_MEAN) divides with no guard: ``loss_out_grad = meanSumOutGrad /
+    blockBuf2Local.GetValue(0)``, the sum over all cores of the ignore mask, 0 here, so
+    gradLoss / 0 is inf (or NaN); ``Muls(targetCast, ignoreSelect, loss_out_grad)`` then gives
+    0 * inf = NaN for every row's nll grad, and each row's softmax times it is NaN. torch's
+    nll_loss backward gives zeros instead (its total weight 0 is special-cased)."""
     g, lp, t, w = inputs(5, 16, "float32", ignored=1.0)
     out = ops.cross_entropy_loss_grad(g, lp, t).outputs["xGradOut"]
     assert np.isnan(out).all()
+    assert not torch_reference(g, lp, t, None, "mean", -100).any()   # torch: 0 everywhere
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -238,6 +246,26 @@ def tiling(n, c, dtype="bfloat16", reduction="mean", weighted=False, **overrides
     return cross_entropy_loss_grad_tiling(npusim.load_chip(A2), n, c, DTYPES[dtype],
                                           reduction=reduction, weighted=weighted,
                                           overrides=overrides or None)
+
+
+def test_cann_formula_gives_the_worked_example_and_the_default_says_why_it_differs():
+    """kernels.md §3(b)'s worked example: 8192 x 32000 bf16, mean, no weight, 40 cores (an
+    Atlas A2 of 40 AIV, 910B3): 205 rows on 32 cores and 204 on 8, chunk 23808, one full chunk
+    and a tail of 8192 per row. npusim's rows split the same; its chunk is CANN's less the
+    8704 bytes (1088 elements, 1024 aligned) its kernel's extra row buffers take (ce_tiling)."""
+    chip = npusim.load_chip("atlas-a2-910b3")
+    assert chip.vector_core_count == 40
+    assert cann_col_chunk(chip.ub_bytes, 8192, 32000, 2, reduction="mean", weighted=False,
+                          cores=40) == 23808
+    t = cross_entropy_loss_grad_tiling(chip, 8192, 32000, bfloat16, reduction="mean",
+                                       weighted=False)
+    assert (t.block_dim, t.front_core_num, t.front_row_num, t.tail_row_num) == (40, 32, 205, 204)
+    assert t.row_batch == 205 and t.col_loop == 1
+    extra = meta_bytes(205, 2, False, "mean", 40) - 4416     # CANN's per-row buffers: 4416 B
+    assert extra == 8704 and (t.col_chunk, t.col_tail) == (23808 - 1024, 32000 - 22784)
+    a2 = npusim.load_chip(A2)      # 48 AIV: 171 rows, CANN's formula 23552 less the same 1024
+    assert cann_col_chunk(a2.ub_bytes, 8192, 32000, 2, reduction="mean", weighted=False,
+                          cores=48) == tiling(8192, 32000).col_chunk + 1024
 
 
 def test_default_tiling_follows_the_host_code():

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -204,6 +205,27 @@ def test_empty_grad_gives_zeros(chip_name):
     r = ops.embedding_dense_backward(np.zeros((0, 8), np.float32), np.zeros(0, np.int64),
                                      num_weights=3, chip=chip_name)
     assert r.outputs["out"].tolist() == [[0.0] * 8] * 3
+
+
+@pytest.mark.parametrize("rows", [0, 5])
+def test_embedding_dim_0_gives_the_empty_output_as_torch(chip_name, rows):
+    """No tiling field the user never set is blamed: torch returns (numWeights, 0)."""
+    grad, idx = np.zeros((rows, 0), np.float32), np.arange(rows) % 3
+    r = ops.embedding_dense_backward(grad, idx, num_weights=3, chip=chip_name)
+    want = torch_reference(grad, idx, 3, -1, False)
+    assert r.outputs["out"].shape == want.shape == (3, 0)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 1e30, -1e300])
+def test_a_float_index_that_is_not_finite_or_too_big_says_so(chip_name, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ParamError) as err:
+            ops.embedding_dense_backward(np.ones((2, 4), np.float32), np.array([1.0, bad]),
+                                         num_weights=4, chip=chip_name)
+    text = str(err.value)
+    assert f"indices[1] = {bad!r}" in text and "-9223372036854775808" not in text, text
+    assert ("is not finite" in text) == (not np.isfinite(bad)), text
 
 
 # --- argument rules, tiling ----------------------------------------------------------------
@@ -471,3 +493,19 @@ def test_bad_sort_tiling():
                                ({"merge_window": 4}, "merge_window = 4")):
         with pytest.raises(TilingError, match=message):
             ops.embedding_dense_backward(grad, idx, num_weights=5, tiling=overrides)
+
+
+def test_small_dim_rows_split_as_cann_the_last_core_takes_the_rest():
+    """CANN's Tiling4SmallDim (embedding_dense_grad_v2_tiling.cpp): formerCopyRow =
+    gradRow / coreNum on every core, tailCopyRow = gradRow - formerCopyRow * (coreNum - 1) on
+    the last (kernels.md §4(c))."""
+    from npusim.chip import load_chip
+
+    t = embedding_tiling(load_chip("atlas-a2"), rows=100, dim=16, num_weights=50, scale=False)
+    assert t.variant == "small_dim" and t.block_dim == 48
+    split = [t.core_rows(c) for c in range(t.block_dim)]
+    assert split[:47] == [(2 * c, 2) for c in range(47)] and split[47] == (94, 6)
+    grad = np.random.default_rng(0).standard_normal((100, 16)).astype(np.float32)
+    idx = np.random.default_rng(1).integers(0, 50, 100)
+    r = ops.embedding_dense_backward(grad, idx, num_weights=50)
+    assert_close(r.outputs["out"], torch_reference(grad, idx, 50, -1, False), 1e-5, 1e-6)

@@ -202,3 +202,57 @@ def test_both_shipped_workloads_run_on_both_chips(name):
         ok = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
         assert result["totals"][chip]["total_us"] == pytest.approx(
             sum(r["time_us"] * r["count"] for r in ok))
+
+
+def test_a_timing_point_that_needs_numerics_does_not_run_the_golden(monkeypatch):
+    """Embedding's kernels read the indices, so its timing-only point runs with numerics;
+    the golden (and its memory) is still only for points that ask for a check."""
+    import npusim.cases.run as case_run
+    from npusim.studies.executor import run_point
+
+    def no_golden(*args, **kwargs):
+        raise AssertionError("the golden ran")
+
+    monkeypatch.setattr(case_run, "check_outputs", no_golden)
+    rec = run_point({"op": "embedding_dense_backward", "chip": "atlas-a2", "shape": [64, 32],
+                     "dtype": "float32", "params": {}, "tiling": None})
+    assert rec["status"] == "ok" and rec["numerics"] and rec["cycles"] > 0
+
+
+def test_a_points_run_is_freed_before_the_next_point(monkeypatch):
+    """Reference cycles hold a run's GM (GlobalMemory, with the SimPy environment); the
+    executor collects them after each point, so a long --jobs 1 study holds one run's GM at a
+    time (the moe-llm-layer-backward prediction held them all: 4.5 GB, not 2.1)."""
+    import gc
+    import weakref
+
+    from npusim.engine import memory
+    from npusim.studies import executor
+
+    made = []
+    real = memory.GlobalMemory.__init__
+
+    def keep(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(memory.GlobalMemory, "__init__", keep)
+    gc.disable()      # as when the allocation counts have not yet triggered a collection
+    try:
+        executor.run_point({"op": "silu_backward", "chip": "atlas-a2", "shape": [64, 1024],
+                            "dtype": "float16", "params": {}, "tiling": None})
+        assert made and all(ref() is None for ref in made)
+    finally:
+        gc.enable()
+
+
+def test_the_bench_memory_cases_run_and_count_instructions(small):
+    """npusim bench --group memory runs these (each in a process of its own, for its RSS)."""
+    from npusim.face import bench_memory
+
+    path, _ = small
+    r = bench_memory.prediction(str(path), batch=1)
+    assert r.stats["instructions"] > 0 and r.stats["wall_seconds"]["total"] > 0
+    run = bench_memory.checked_run("embedding_dense_backward", (64, 32), {"indices": "zipf"})
+    assert run.stats["instructions"] > 0
+    assert [case[0] for case in bench_memory.cases(True)][0].startswith("run embedding")

@@ -101,3 +101,17 @@ def test_packed_records_read_back_as_the_rows(monkeypatch, tmp_path):
     packed.write_trace(tmp_path / "b.json")
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert packed.stats["peak_live_bytes"] == plain.stats["peak_live_bytes"]
+
+
+def test_trace_and_plots_get_the_modes_the_umask_asks_for(tmp_path):
+    """As the commands' files (0644 under umask 022), not mkstemp's private 0600."""
+    import os
+
+    r, _ = run_copy("atlas-a2", block_dim=2, tiles=4)
+    old = os.umask(0o022)
+    try:
+        paths = [r.write_trace(tmp_path / "t.json"), plot.pipeline(r, tmp_path / "p.png"),
+                 plot.memory(r, tmp_path / "m.png")]
+    finally:
+        os.umask(old)
+    assert [oct(os.stat(p).st_mode & 0o777) for p in paths] == ["0o644"] * 3

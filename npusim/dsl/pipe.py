@@ -41,8 +41,9 @@ class TPipe:
         if que.position == "CO1" and que.consumer is None:
             que.consumer = Pipe.FIX if self.ctx.chip.has_fixpipe else Pipe.V
         que.length = length
-        que.slots = [_Slot(offset + i * length, self._event(que.producer, que.consumer, que),
-                           self._event(que.consumer, que.producer, que)) for i in range(num)]
+        self._check_events(que, num)
+        que.slots = [_Slot(offset + i * length, self._event(que.producer, que.consumer),
+                           self._event(que.consumer, que.producer)) for i in range(num)]
         for slot in que.slots:
             slot.bind(que)
         self.queues.append(que)
@@ -74,14 +75,23 @@ class TPipe:
             f"{buffer.name} but only {buffer.size - offset} of {buffer.size} are free on "
             f"{self.ctx.chip.name}; already allocated: {', '.join(have) or 'nothing'}")
 
-    def _event(self, src, dst, que) -> int:
+    def _check_events(self, que, num: int) -> None:
+        """Each buffer of a queue takes one event id of its pipe pair each way."""
+        ids = self.ctx.chip.event_ids
+        for src, dst in ((que.producer, que.consumer), (que.consumer, que.producer)):
+            taken = self.next_event.get((src, dst), 0)
+            if src is not None and dst is not None and taken + num > ids:
+                raise TilingError(
+                    f"queue {que.name!r}: out of event ids for {src}->{dst}: its {num} "
+                    f"buffers take one each, {taken} are taken and {self.ctx.chip.name} has "
+                    f"{ids} per pipe pair; lower the tiling field that sets this queue's "
+                    f"buffer count (a buffer count or a step) to at most {ids - taken}")
+
+    def _event(self, src, dst) -> int:
         if src is None or dst is None:
             return -1
         key = (src, dst)
         n = self.next_event.get(key, 0)
-        if n >= self.ctx.chip.event_ids:
-            raise TilingError(f"queue {que.name!r}: out of event ids for {src}->{dst} "
-                              f"({self.ctx.chip.event_ids} per pipe pair on {self.ctx.chip.name})")
         self.next_event[key] = n + 1
         return n
 

@@ -183,5 +183,15 @@ def gather(dst, src, offsets, base, count):
 
 
 def sort(dst_values, dst_indices, src, count, descending=True):
+    """Sort32 + MrgSort: descending only (see ``isa/vector_index.py``)."""
     return issue(Sort(dst_values=dst_values, dst_indices=dst_indices, src=src, count=count,
                       descending=descending))
+
+
+def sort_ascending(dst_values, dst_indices, src, count):
+    """A stable ascending sort as Ascend C kernels write it: the keys negated in place (Muls by
+    -1), the descending Sort, the sorted values negated back; ``src`` holds the negated keys
+    afterwards. Stable: equal keys keep their order, as in the descending sort of -x."""
+    muls(src, src, -1.0, count)
+    sort(dst_values, dst_indices, src, count)
+    muls(dst_values, dst_values, -1.0, count)

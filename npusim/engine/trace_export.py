@@ -42,6 +42,7 @@ def write_chrome_trace(result, path) -> str:
                     f.write(sep + ",\n".join(chunk))
                     chunk, sep = [], ",\n"
             f.write((sep if chunk else "") + ",\n".join(chunk) + "\n]}\n")
+        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp's file is private; a new file is not
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -200,3 +201,9 @@ def _why(chip, inst, issue, start, end, prev) -> str:
         if end - start > own + 0.5:
             reason.append(f"GM bandwidth shared with other cores: +{end - start - own:.0f}")
     return "; ".join(reason) or "ran as soon as issued"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -18,6 +18,8 @@ share GM with it, so the two overlap). The groups:
 - ``explain`` (only when asked for; with ``large`` also its 6144^3 convolution): the standard
   cases followed by ``result.explain()`` (the critical path and its what-ifs); the row's
   ``explain_s`` is that call's wall time, the peak RSS includes it.
+- ``memory`` (only when asked for: about half an hour): the large runs whose peak memory issue
+  24 bounded (``npusim/face/bench_memory.py``).
 
 ``--json FILE`` writes the rows, so two checkouts can be compared: ``--against FILE`` (a
 ``--json`` file of another checkout, same machine) adds each case's speed-up over that run and,
@@ -28,11 +30,13 @@ import json
 import math
 import multiprocessing
 import resource
+import signal
 import time
 
 from npusim.errors import NpusimError
+from npusim.face import interrupt
 
-GROUPS = ("micro", "standard", "ops", "large", "explain")
+GROUPS = ("micro", "standard", "ops", "large", "explain", "memory")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
@@ -128,7 +132,9 @@ def _ops(quick: bool):
 
 
 def _measure(fn, kw: dict, conn) -> None:
-    """In the child: run, then send (instructions, wall seconds, peak RSS bytes) or an error."""
+    """In the child: run, then send (instructions, wall seconds, peak RSS bytes) or an error.
+    SIGINT is the parent's to handle: it kills this process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         t0 = time.perf_counter()
         r = fn(**kw)
@@ -150,7 +156,14 @@ def measure(fn, kw: dict) -> dict:
     proc = ctx.Process(target=_measure, args=(fn, kw, child))
     proc.start()
     child.close()
-    got = parent.recv() if parent.poll(3600) else ("error", "no answer within an hour")
+    try:
+        got = parent.recv() if parent.poll(3600) else ("error", "no answer within an hour")
+    except EOFError:
+        got = ("error", f"the case's process died (exit {proc.exitcode}; out of memory?)")
+    except BaseException:          # Ctrl-C: the case's process goes too
+        proc.kill()
+        proc.join()
+        raise
     proc.join()
     if got[0] != "ok":
         return {"error": got[1]}
@@ -171,8 +184,11 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
     before = load_rows(against) if against else None
     rows = []
     print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
+    from npusim.face import bench_memory
+
     makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large,
-              "explain": lambda q: _explain(q, large="large" in groups)}
+              "explain": lambda q: _explain(q, large="large" in groups),
+              "memory": bench_memory.cases}
     for group in groups:
         for name, fn, kw, bare in makers[group](quick):
             row = {"group": group, "case": name, **measure(fn, kw)}
@@ -183,6 +199,7 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
                 row["speedup"] = speedup(row, before.get((group, name)))
             rows.append(row)
             _print(row)
+            interrupt.check()
     if before is not None:
         _print_geomean(rows)
     if json_path:

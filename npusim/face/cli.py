@@ -4,6 +4,11 @@ bench.
 Errors are one line on stderr and a non-zero exit (2 for bad input, 1 when an output differs
 from its golden), never a traceback; files appear only when a command completes (see
 ``npusim.face.outdir``). Set ``NPUSIM_DEBUG=1`` to see the traceback of an internal error.
+
+BLAS gets one thread per process (``OPENBLAS_NUM_THREADS`` and the like default to 1; set them to
+change it): the studies' processes are the parallelism, and on a loaded 2-core host a threaded
+BLAS made the convolution golden's grouped matmuls 3-4x slower (measured: ResNet-50 conv2_x at
+batch 32, 11.6 s threaded, 2.5 s single) while the simulation did not change.
 """
 
 import argparse
@@ -12,7 +17,7 @@ import sys
 import textwrap
 
 from npusim.errors import NpusimError
-from npusim.face import commands
+from npusim.face import commands, interrupt
 
 EXAMPLES = """examples:
   npusim chips
@@ -33,18 +38,24 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    for var in BLAS_THREADS:        # one BLAS thread per process unless the user says more
+        os.environ.setdefault(var, "1")
+    interrupt.install()
     try:
-        return args.func(args) or 0
+        status = _run(argv)
+        interrupt.check()     # a Ctrl-C that something swallowed on the way still counts
+        return status
     except NpusimError as exc:
         return _fail(str(exc))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # the work is stopped; a second Ctrl-C must not cut the exit
+        interrupt.ignore()
         print("npusim: interrupted", file=sys.stderr)
+        if argv is None:          # the command itself: leave now (see face/interrupt.py)
+            interrupt.leave(130)
         return 130
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
@@ -53,6 +64,15 @@ def main(argv=None) -> int:
             raise
         return _fail(f"internal error: {type(exc).__name__}: {exc} "
                      "(set NPUSIM_DEBUG=1 for the traceback)", 3)
+
+
+def _run(argv) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return args.func(args) or 0
 
 
 def _fail(message: str, status: int = 2) -> int:
@@ -125,12 +145,13 @@ def _parser() -> argparse.ArgumentParser:
                        "wall time and peak RSS of each case (each in a process of its own).")
     p.add_argument("--quick", action="store_true", help="smaller cases")
     p.add_argument("--group", action="append",
-                   choices=("micro", "standard", "ops", "large", "explain"),
+                   choices=("micro", "standard", "ops", "large", "explain", "memory"),
                    help="only these groups (repeat; default micro, standard and ops): the "
                    "engine's micro-kernels, the standard speed cases, every operator at its "
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
                    "with numerics; explain: the standard cases with --explain (with large: "
-                   "also the 6144^3 conv)")
+                   "also the 6144^3 conv); memory (half an hour): the peak RSS of the large "
+                   "runs of docs/guide/memory.md")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
@@ -177,6 +198,10 @@ def _op_arguments(p, case, command: str) -> None:
                    help="timed: SimPy run with cycles (default); functional: program order")
     p.add_argument("--seed", type=_seed, default=0,
                    help="random input seed, an integer >= 0 (default 0)")
+    if command == "run":
+        p.add_argument("--check", choices=("on", "off"), default="on",
+                       help="compare every output bit for bit with its numpy golden (on, the "
+                       "default), or skip the golden (off: the run says so)")
     what = ("trace.json, summary.json, pipeline.png, memory.png (and critical_path.png "
             "with --explain)" if command == "run" else "compare.png, compare.json, compare.md")
     p.add_argument("--out", metavar="DIR", help=f"write {what} to DIR")

@@ -25,7 +25,8 @@ def sweep_command(args) -> int:
                  resume=args.resume)
     with open(os.path.join(args.out, "sweep.md")) as f:
         print(f.read().rstrip())
-    print(f"wrote sweep.csv, sweep.json, sweep.md, sweep.png, pareto.png to {args.out}")
+    print(f"wrote sweep.csv, sweep.id.json, sweep.json, sweep.md, sweep.png, pareto.png to "
+          f"{args.out}")
     return 1 if any(r["status"] == "mismatch" for r in rows) else 0
 
 
@@ -162,7 +163,7 @@ def run_command(args) -> int:
     with OutputDir(args.out) if args.out else nullcontext() as out:
         with Progress(f"running {case.name} on {chip.name}"):
             run = run_case(case, chip, shape, dtype, params, tiling=tiling, mode=args.mode,
-                           seed=args.seed)
+                           seed=args.seed, check=args.check == "on")
         print("\n".join(summary_lines(run)))
         explained = _explain(run) if args.explain else None
         if out is not None:

@@ -18,7 +18,7 @@ from npusim.cases import CASES
 from npusim.cases.run import compare_runs, metrics
 from npusim.chip import load_chip
 from npusim.errors import NpusimError
-from npusim.face import charts, plot
+from npusim.face import charts, interrupt, plot
 from npusim.face.outdir import OutputDir
 from npusim.face.report import (
     chip_markdown,
@@ -70,6 +70,7 @@ def _run_case(case, shape, number: int, total: int) -> dict:
               f"{', '.join(chips_of(case))} ...", end="", file=sys.stderr, flush=True)
         params = case.parse_params({})
         runs[dtype] = compare_runs(case, chips_of(case), shape, dtype, params, trace=i == 0)
+        interrupt.check()
         print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return runs
 

@@ -47,6 +47,9 @@ def _save(fig, path) -> str:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)          # mkstemp's file is private; a new file is not
         os.replace(tmp, path)
     finally:
         plt.close(fig)

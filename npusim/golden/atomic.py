@@ -30,11 +30,32 @@ class AtomicSum:
     bound: np.ndarray
 
     def within(self, got: np.ndarray) -> np.ndarray:
-        """Elementwise: ``got`` is what some order of the same partials gives."""
-        g, w = np.asarray(got).astype(np.float64), self.value.astype(np.float64)
-        same = (g == w) | (np.isnan(g) & np.isnan(w))
-        with np.errstate(invalid="ignore"):
-            return same | (np.abs(g - w) <= self.bound)
+        """Elementwise: ``got`` is what some order of the same partials gives. Compared a
+        block of rows at a time: float64 copies of one block, never of the whole output."""
+        got = np.asarray(got)
+        out = np.empty(np.shape(got), bool)
+        bound = np.broadcast_to(self.bound, out.shape)
+        for rows in row_blocks(out.shape):
+            g, w = got[rows].astype(np.float64), self.value[rows].astype(np.float64)
+            same = (g == w) | (np.isnan(g) & np.isnan(w))
+            with np.errstate(invalid="ignore"):
+                out[rows] = same | (np.abs(g - w) <= bound[rows])
+        return out
+
+
+BLOCK_ELEMENTS = 1 << 20    # elements compared at once (8 MB of float64 per copy)
+
+
+def row_blocks(shape: tuple):
+    """Slices of the leading axis covering ``shape`` about BLOCK_ELEMENTS at a time (the whole
+    of a 0-d array)."""
+    if not shape:
+        yield ()
+        return
+    per_row = max(1, int(np.prod(shape[1:], dtype=np.int64)))
+    step = max(1, BLOCK_ELEMENTS // per_row)
+    for r0 in range(0, shape[0], step):
+        yield slice(r0, r0 + step)
 
 
 def order_bound(abs_sum: np.ndarray, parts: int, value: np.ndarray) -> np.ndarray:

@@ -43,14 +43,87 @@ def cube_operand(a: np.ndarray, cd: str, hf32_bits: int) -> np.ndarray:
     return v.astype(np.float64)
 
 
-def group_gemm(a: np.ndarray, b: np.ndarray, k0: int, acc: np.ndarray) -> np.ndarray:
-    """acc (fp32) += A·B group by group of k0 along K (A m x K, B K x n, float64)."""
-    for g0 in range(0, a.shape[1], k0):
-        part = a[:, g0, None] * b[g0]
-        for j in range(g0 + 1, min(g0 + k0, a.shape[1])):
-            part = part + a[:, j, None] * b[j]
-        acc = (acc + part.astype(F32)).astype(F32)
+EXACT_BITS = 53          # float64's precision: a sum of at most 2^53 units of its lowest bit
+FAR = 1 << 14            # exponent sentinel: zeros never limit, non-finite values always do
+BLOCK = 1 << 21          # float64 partials formed at once (16 MB)
+MAGNITUDE = (1 << 63) - 1   # float64 bits without the sign: they order as |x| does
+INF_BITS = 0x7FF << 52
+
+
+def group_gemm(a: np.ndarray, b: np.ndarray, k0: int, acc: np.ndarray,
+               bits: int = EXACT_BITS) -> np.ndarray:
+    """acc (fp32) += A·B group by group of k0 along K (A m x K, B K x n, float64): each group's
+    partial is the float64 sum of its products in increasing K, rounded to fp32 and added.
+
+    ``bits``: the significant bits of A's and B's values (11 for fp16, 8 for bf16, 24 for fp32,
+    HF32's mantissa + 1); 53 leaves nothing to BLAS. The partials come from a float64 matmul
+    where that sum is exact whatever its order: all of an element's products are multiples of
+    2^(lo_a + lo_b) (from its row of A and column of B in the group: the smallest nonzero
+    exponent less ``bits``) and below k0 * 2^(hi_a + hi_b) in magnitude, so when those span at
+    most 53 bits every partial sum is representable and BLAS's order (or its FMA) gives the
+    sequential sum's bits. The elements where they do not (a wide exponent spread, inf or
+    NaN) are summed in increasing K as before. Same bits as the plain loop, tested. The product
+    is formed as (B^T A^T)^T when A has more rows than B columns (the same products in the same
+    K order): numpy's stacked matmul is several times faster with the wide side last."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m > n:
+        return group_gemm(b.T, a.T, k0, np.ascontiguousarray(acc.T), bits).T
+    room = EXACT_BITS - (max(k0, 1) - 1).bit_length()
+    at, b = np.ascontiguousarray(a.T), np.ascontiguousarray(b)
+    span_a, span_b = _spans(at, k0, bits), _spans(b, k0, bits)   # (groups, m), (groups, n)
+    step = max(1, BLOCK // max(1, m * n))
+    for g0 in range(0, span_a.shape[0], step):
+        g1 = min(g0 + step, span_a.shape[0])
+        a3 = np.ascontiguousarray(_groups(at, g0, g1, k0).transpose(0, 2, 1))   # (g, m, k0)
+        b3 = _groups(b, g0, g1, k0)                                             # (g, k0, n)
+        parts = np.matmul(a3, b3)
+        _in_order(parts, a3, b3, span_a[g0:g1], span_b[g0:g1], room)
+        for part in parts:
+            acc = (acc + part.astype(F32)).astype(F32)
     return acc
+
+
+def _groups(x: np.ndarray, g0: int, g1: int, k0: int) -> np.ndarray:
+    """Rows g0·k0 .. g1·k0 of x (K x w) as (groups, k0, w), the last group zero-padded."""
+    rows = x[g0 * k0:g1 * k0]
+    if rows.shape[0] < (g1 - g0) * k0:
+        rows = np.concatenate([rows, np.zeros(((g1 - g0) * k0 - rows.shape[0], x.shape[1]))])
+    return rows.reshape(g1 - g0, k0, x.shape[1])
+
+
+def _spans(x: np.ndarray, k0: int, bits: int) -> np.ndarray:
+    """hi - lo of every group of k0 rows of x (K x w, float64 of ``bits`` significant bits),
+    per column: (groups, w). Every |value| < 2^e_max and every nonzero one is a multiple of
+    2^(e_min - bits), read from the largest magnitude and the smallest nonzero one (their bits
+    order as the magnitudes do): e_max - e_min + bits; -FAR for an all-zero group, +FAR for one
+    holding inf, NaN or a float64 subnormal (never the widening of the cube's dtypes)."""
+    groups = -(-x.shape[0] // k0)
+    mag = np.zeros((groups * k0, x.shape[1]), np.uint64)
+    np.bitwise_and(x.view(np.uint64), np.uint64(MAGNITUDE), out=mag[:x.shape[0]])
+    mag = mag.reshape(groups, k0, -1)
+    top = np.maximum.reduce(mag, axis=1)
+    mag -= np.uint64(1)         # zeros wrap to the largest value: the minimum is the smallest
+    low = np.minimum.reduce(mag, axis=1) + np.uint64(1)   # nonzero one (0 when all are zero)
+    span = (top >> np.uint64(52)).astype(np.int64) - (low >> np.uint64(52)).astype(np.int64)
+    odd = (top >= np.uint64(INF_BITS)) | (low < np.uint64(1 << 52))
+    return np.where(top == 0, -FAR, np.where(odd, FAR, span + bits))
+
+
+def _in_order(parts, a3, b3, span_a, span_b, room: int) -> None:
+    """Overwrite the partials whose sums may round with the sum in increasing K. A row can
+    fail only with its group's widest column and a column only with its widest row: only
+    those pairs are tested."""
+    rows = span_a + span_b.max(axis=1, keepdims=True) > room
+    cols = span_b + span_a.max(axis=1, keepdims=True) > room
+    for q in np.flatnonzero(rows.any(axis=1) & cols.any(axis=1)).tolist():
+        i, j = np.flatnonzero(rows[q]), np.flatnonzero(cols[q])
+        ii, jj = np.nonzero(span_a[q, i][:, None] + span_b[q, j][None, :] > room)
+        ii, jj = i[ii], j[jj]
+        seq = a3[q, ii, 0] * b3[q, 0, jj]
+        for t in range(1, a3.shape[2]):
+            seq = seq + a3[q, ii, t] * b3[q, t, jj]
+        parts[q, ii, jj] = seq
 
 
 def taps(out_len, src_len, k, s, d, lo, transposed):
@@ -87,6 +160,13 @@ def five(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[:2] + (1,) * (5 - a.ndim) + a.shape[2:])
 
 
+def significant_bits(cd, hf32_bits: int) -> int:
+    """Significant bits of the cube's operands: HF32's mantissa + 1, else the dtype's."""
+    if hf32_bits:
+        return hf32_bits + 1
+    return {2: 11 if np.dtype(cd) == np.float16 else 8, 4: 24}[np.dtype(cd).itemsize]
+
+
 def grad_input(dy, w, x_shape, conv, cd, hf32_bits, out_dtype):
     s, lo, dil, groups, transposed = conv
     dy5, w5 = cube_operand(five(dy), cd, hf32_bits), cube_operand(five(w), cd, hf32_bits)
@@ -105,12 +185,13 @@ def grad_input(dy, w, x_shape, conv, cd, hf32_bits, out_dtype):
             wg = w5[g * kc:(g + 1) * kc]
         for ni in range(n):
             for di in range(d_out):
-                out[ni, g * nc:(g + 1) * nc, di] = _dx_slice(dy5[ni, g * kc:(g + 1) * kc], wg,
-                                                              tap, di, k0).T
+                out[ni, g * nc:(g + 1) * nc, di] = _dx_slice(
+                    dy5[ni, g * kc:(g + 1) * kc], wg, tap, di, k0,
+                    significant_bits(cd, hf32_bits)).T
     return out.reshape(x_shape).astype(out_dtype)
 
 
-def _dx_slice(dyg, wg, tap, di, k0):
+def _dx_slice(dyg, wg, tap, di, k0, bits):
     (dsrc, dt), (hs, ht), (ws, wt) = tap
     kc, nc = wg.shape[:2]
     acc = np.zeros((hs.shape[0] * ws.shape[0], nc), F32)
@@ -124,7 +205,7 @@ def _dx_slice(dyg, wg, tap, di, k0):
         a = cols.reshape(-1, c1, k0, hs.shape[1], ws.shape[1]).transpose(0, 1, 3, 4, 2)
         b = pad_channels(wg[:, :, dt[di, kd]], 0, k0)[:, :, ht[0]][:, :, :, wt[0]]
         b = b.reshape(c1, k0, nc, hs.shape[1], ws.shape[1]).transpose(0, 3, 4, 1, 2)
-        acc = group_gemm(a.reshape(a.shape[0], -1), b.reshape(-1, nc), k0, acc)
+        acc = group_gemm(a.reshape(a.shape[0], -1), b.reshape(-1, nc), k0, acc, bits)
     return acc
 
 
@@ -150,7 +231,8 @@ def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts, atomic=Fa
                     q = tap[0][0][dg, kd]
                     if q >= 0:
                         acc = _dw_slice(g5[ni, g * gc:(g + 1) * gc, dg],
-                                        f5[ni, g * fc:(g + 1) * fc, q], tap, k0, acc)
+                                        f5[ni, g * fc:(g + 1) * fc, q], tap, k0, acc,
+                                        significant_bits(cd, hf32_bits))
                 total = (acc + F32(0)).astype(F32) if total is None else (total + acc)
                 mag = mag + np.abs(acc.astype(np.float64))
             out[g * gc:(g + 1) * gc, :, kd] = total.reshape(gc, fc, *kdhw[1:])
@@ -161,14 +243,12 @@ def grad_weight(dy, x, w_shape, conv, cd, hf32_bits, out_dtype, parts, atomic=Fa
     return AtomicSum(value, order_bound(mags.reshape(w_shape), parts, value))
 
 
-def _dw_slice(grad, feat, tap, k0, acc):
+def _dw_slice(grad, feat, tap, k0, acc, bits):
     hs, ws = tap[1][0], tap[2][0]
     cols = gather_map(feat, hs, ws)                                 # (Ho, Wo, fc, kh, kw)
     b = cols.reshape(hs.shape[0] * ws.shape[0], -1)
     a = grad.reshape(grad.shape[0], -1)
-    for p0 in range(0, a.shape[1], k0):      # groups of k0 positions from the slice's start
-        acc = group_gemm(a[:, p0:p0 + k0], b[p0:p0 + k0], k0, acc)
-    return acc
+    return group_gemm(a, b, k0, acc, bits)    # groups of k0 positions from the slice's start
 
 
 def grad_bias(dy, tile: int):

@@ -56,7 +56,7 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
     scaled = scale_grad_by_freq and t.variant != "v1"
     if scaled:
         out = (out * recip[:, None]).astype(F32)
-    value = out.astype(grad.dtype)
+    value = out.astype(grad.dtype, copy=False)
     if not atomic or (t.variant, bool(scale_grad_by_freq)) in SINGLE_WRITER:
         return value
     return AtomicSum(value, _order_bound(parts, num_weights, value, recip if scaled else None))

@@ -4,7 +4,9 @@ A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the
 texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
 only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``.
 ``run_point`` turns it into a plain record (a timing-only point runs without the sanitizer,
-which does not change cycles); any executor gives the same records:
+which does not change cycles, and without the golden unless it asks for a check; the run's
+memory is collected before the next point, as reference cycles hold its GM); any executor gives
+the same records:
 
 - in-process (``jobs=1``);
 - a local process pool (``jobs=N``);
@@ -15,12 +17,17 @@ A point that cannot run (its tiling does not fit, its arguments break a rule) is
 its status and message, never an exception out of the executor.
 """
 
+import gc
 import os
+import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 from npusim.errors import NpusimError, NumericsRequiredError, TilingError
+from npusim.face import interrupt
 
 PIPES = ("S", "MTE2", "MTE1", "M", "V", "MTE3", "FIX")
 BUFFERS = ("UB", "L1", "L0A", "L0B", "L0C", "BT", "FB")
@@ -34,12 +41,13 @@ def run_point(point: dict) -> dict:
               "numerics": bool(point.get("numerics")), "check": "", "effective_tiling": {},
               "kernels": [], "instruction_counts": {}}
     try:
-        run = _run(point, record)
-        _fill(record, run, point)
+        _fill(record, _run(point, record), point)
     except TilingError as exc:
         record.update(status="does not fit", error=" ".join(str(exc).split()))
     except NpusimError as exc:
         record.update(status="error", error=" ".join(str(exc).split()))
+    finally:
+        gc.collect()     # the run's GM and buffers sit in reference cycles: free them now
     record["wall_s"] = round(time.perf_counter() - t0, 4)
     return record
 
@@ -53,7 +61,8 @@ def _run(point: dict, record: dict):
     numerics = bool(point.get("numerics") or point.get("check"))
     run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
     options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0),
-                   trace=bool(point.get("explain")))   # the critical path needs the trace
+                   trace=bool(point.get("explain")),   # the critical path needs the trace
+                   check=bool(point.get("check")))     # the golden only when asked for
     try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
         return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
     except NumericsRequiredError:
@@ -105,6 +114,7 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
         records[i] = rec
         if on_record is not None:
             on_record(i, rec)
+        interrupt.check()
 
     if scheduler:
         _run_dask(points, scheduler, done)
@@ -112,17 +122,63 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
         for i, p in enumerate(points):
             done(i, run_point(p))
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
-            futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    record = fut.result()
-                except BrokenProcessPool:
-                    raise NpusimError(f"a worker process died while running {describe(points[i])}"
-                                      " (out of host memory? try fewer --jobs)") from None
-                done(i, record)
+        _run_pool(points, min(jobs, len(points)), done)
     return records
+
+
+def _run_pool(points: list, jobs: int, done) -> None:
+    """The points on a local process pool. Workers ignore SIGINT (a terminal's Ctrl-C reaches
+    the whole process group); on any exception out of the wait here (KeyboardInterrupt first
+    of all, whichever process got the signal) the workers are killed and reaped before it goes
+    on, so the command ends at once with no process left behind."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start)
+    try:
+        futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                record = fut.result()
+            except BrokenProcessPool:
+                raise NpusimError(f"a worker process died while running {describe(points[i])}"
+                                  " (out of host memory? try fewer --jobs)") from None
+            done(i, record)
+    except BaseException:
+        with _no_sigint():
+            _kill_pool(pool)
+        raise
+    pool.shutdown()
+
+
+def _worker_start() -> None:
+    """In each pool worker: leave SIGINT to the parent, which stops the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill and reap the pool's workers, then shut it down without waiting for its work.
+    (``_processes`` is the executor's own map of its workers; Python 3.14 has
+    ``kill_workers()`` for this.)"""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join(timeout=2)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def _no_sigint():
+    """SIGINT ignored while a clean-up runs (a second Ctrl-C must not cut it short); only the
+    main thread can set it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def kernel_cycles(record: dict, name: str):
@@ -176,8 +232,13 @@ def _run_dask(points: list, scheduler, done) -> None:
             pass
         futures = client.map(run_point, points, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        for fut in dask_completed(futures):
-            done(index[fut.key], fut.result())
+        try:
+            for fut in dask_completed(futures):
+                done(index[fut.key], fut.result())
+        except BaseException:     # Ctrl-C, or an error: the cluster stops this work
+            with _no_sigint():
+                client.cancel(futures)
+            raise
     finally:
         if isinstance(scheduler, str):
             client.close()

@@ -87,7 +87,11 @@ def load_table(path=None) -> list:
     path = Path(path) if path else TABLE
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise NpusimError(f"validation table {path}: {(exc.strerror or str(exc)).lower()}; "
+                          "give a TOML file of [[row]] entries (the form of "
+                          "npusim/studies/validation.toml)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NpusimError(f"validation table {path}: {' '.join(str(exc).split())}") from None
     rows = [_row(entry, i, path) for i, entry in enumerate(raw.get("row", []), 1)]
     if not rows:
@@ -119,12 +123,38 @@ def _row(entry: dict, i: int, path) -> Row:
     if entry["compare"] == "kernel" and not entry.get("kernel"):
         raise NpusimError(f"validation table {path}: row {entry['id']}: compare = \"kernel\" "
                           "needs kernel = the kernel's name")
+    _check_run_fields(entry, path)
     known = set(Row.__dataclass_fields__)
     values = {k: v for k, v in entry.items() if k in known}
     values["shape"] = tuple(entry["shape"])
     values["params"] = {k: str(v) for k, v in entry.get("params", {}).items()}
     values["tiling"] = dict(entry.get("tiling", {}))
     return Row(**values)
+
+
+def _check_run_fields(entry: dict, path) -> None:
+    """What the row runs and compares: a known op and chip model, a shape of positive
+    integers, a dtype the op takes, a positive value and tolerance; one NpusimError naming the
+    row and the field, before anything runs."""
+    from npusim.cases import find_case, parse_dtype
+    from npusim.chip import load_chip
+
+    where = f"validation table {path}: row {entry['id']}"
+    try:
+        case = find_case(str(entry["op"]))
+        load_chip(str(entry["model"]))
+        parse_dtype(str(entry["dtype"]), case)
+    except NpusimError as exc:
+        raise NpusimError(f"{where}: {exc}") from None
+    shape = entry["shape"]
+    if not (isinstance(shape, list) and shape and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
+        raise NpusimError(f"{where}: shape = {shape!r}: a list of positive integers, "
+                          "e.g. [1, 4096, 64, 64]")
+    for key in ("value", "tolerance"):
+        v = entry[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+            raise NpusimError(f"{where}: {key} = {v!r}: a positive number")
 
 
 def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
@@ -154,12 +184,18 @@ def summary(results: list) -> dict:
             "not_modelled": [x["id"] for x in results if not x["row"].counted]}
 
 
+def _without_slow(note: str) -> str:
+    """The note without its own leading "Slow:" (the reason already says it)."""
+    head, sep, rest = note.partition(":")
+    return rest.strip() if sep and head.strip().lower() == "slow" else note
+
+
 def result(row: Row, record) -> dict:
     """One row's comparison from its point's record (None: the row was skipped)."""
     out = {"id": row.id, "row": row, "status": "skipped", "measured_us": None,
            "predicted_us": None, "op_us": None, "error": None, "within": False, "why": ""}
     if record is None:
-        return {**out, "why": "marked slow: " + row.note}
+        return {**out, "why": "marked slow: " + _without_slow(row.note)}
     if record["status"] != "ok":
         return {**out, "status": record["status"], "why": record["error"]}
     from npusim.chip import load_chip

@@ -68,7 +68,10 @@ def load_workload(name_or_path) -> Workload:
                               f"{', '.join(workload_names())}")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise NpusimError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); a "
+                          "workload is a UTF-8 TOML file") from None
+    except tomllib.TOMLDecodeError as exc:
         raise NpusimError(f"{path}: not a valid TOML file: {exc}") from None
     for key in ("name", "description", "call"):
         if key not in raw:
