@@ -195,10 +195,9 @@ class _Ctx:
                        args=dict(src=ws, dst=total, parts=slots, total=per, tile=tile))
             ws = total
         ws_shape, enlarge = (p.groups, p.kdhw[0], mr, ncols), p.enlarge
-        if s.groups > 1:
-            ws, ws_shape = self.ungroup(ws, ws_shape, p.enlarge), None
-            enlarge = s.groups
-        ws_shape = ws_shape or (1, *ungrouped_shape(s.w5_shape, s.groups, self.c0))
+        if s.groups > 1:   # one fractal of all channels, each group a diagonal block of it
+            ws = self.ungroup(ws, ws_shape, enlarge)
+            ws_shape, enlarge = (1, *ungrouped_shape(s.w5_shape, s.groups, self.c0)), s.groups
         plan = plan_dw_out(run.chip, "TransData(gradWeight)", ws_shape, s.w5_shape, s.groups,
                            self.c0, np.dtype("float32"), np.dtype(s.dw_dtype), enlarge=enlarge)
         run_transdata(run, plan, ws, dw)
