@@ -120,12 +120,23 @@ OTHERS = {
 }
 
 
+def _long_op_summary(example: str, tmp_path) -> str:
+    """The published example's rows repeated: its 3 points alone can finish (in about 1 s on
+    an idle machine) before the signal is sent, and the test would then see exit 0."""
+    lines = open(example).read().splitlines()
+    head = [x for x in lines if x.startswith("#") or x.startswith("Device_id")]
+    rows = [x for x in lines if x not in head and x.strip()]
+    path = tmp_path / "op_summary_long.csv"
+    path.write_text("\n".join(head + rows * 100) + "\n")
+    return str(path)
+
+
 @pytest.mark.parametrize("command", list(OTHERS))
 def test_one_sigint_ends_the_other_long_commands(command, tmp_path):
     from npusim.studies import correlate
 
-    example = os.path.join(os.path.dirname(correlate.__file__), "examples",
-                           "op_summary_published.csv")
+    example = _long_op_summary(os.path.join(os.path.dirname(correlate.__file__), "examples",
+                                            "op_summary_published.csv"), tmp_path)
     args = [example if a == "OP_SUMMARY" else a for a in OTHERS[command]]
     if command != "bench":
         args += ["--out", str(tmp_path / "out")]
