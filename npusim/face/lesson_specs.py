@@ -1,0 +1,107 @@
+"""The exercises of docs/lessons/: each one's inputs, golden, launch and cycle target.
+
+An exercise names what the learner's file must define (a kernel class, or for lesson 8 a
+tiling), runs it on seeded inputs and returns one ``Trial`` per run: the Result, the outputs
+the lesson's golden expects (numpy, rounded the way the lesson says each instruction rounds)
+and the cycle target. Each target was fixed from the reasoning its lesson gives (quoted in
+``why``) before any solution was graded against it.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from npusim.engine.launch import launch
+from npusim.engine.memory import GlobalMemory
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trial:
+    """One graded run: its label (a chip, say), Result, expected outputs and target."""
+
+    label: str
+    result: object
+    expected: dict
+    target: int
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exercise:
+    """A lesson's exercise: what to define, what it must do, how it is run."""
+
+    title: str
+    symbol: str          # the name the learner's file must define
+    task: str
+    run: Callable        # run(symbol's value) -> list[Trial]
+
+
+def fp16_pair(length: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded float16 inputs x and y of the vector exercises, uniform in [-4, 4)."""
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-4, 4, length).astype(np.float16),
+            rng.uniform(-4, 4, length).astype(np.float16))
+
+
+def half_difference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """z = (x - y) * 0.5, each step rounded to float16 as the V pipe rounds it."""
+    return ((x - y).astype(np.float16) * np.float16(0.5)).astype(np.float16)
+
+
+def vector_trial(kernel, *, length, tile, block_dim, target, why, chip="atlas-a2"):
+    """Launch a z = f(x, y) exercise kernel ``init(x, y, z, length, tile)``."""
+    x0, y0 = fp16_pair(length)
+    gm = GlobalMemory()
+    x, y = gm.tensor("x", "float16", length, x0), gm.tensor("y", "float16", length, y0)
+    z = gm.tensor("z", "float16", length)
+    r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
+               args=dict(x=x, y=y, z=z, length=length, tile=tile),
+               outputs={"z": (z, (length,))})
+    return [Trial(label="", result=r, expected={"z": half_difference(x0, y0)}, target=target,
+                  why=why)]
+
+
+def copy_twice(kernel) -> list[Trial]:
+    length, tile = 16384, 2048
+    x0 = fp16_pair(length)[0]
+    gm = GlobalMemory()
+    x, z = gm.tensor("x", "float16", length, x0), gm.tensor("z", "float16", 2 * length)
+    r = launch(kernel, chip="atlas-a2", block_dim=1, gm=gm,
+               args=dict(x=x, z=z, length=length, tile=tile),
+               outputs={"z": (z, (2 * length,))})
+    return [Trial(label="", result=r, expected={"z": np.concatenate([x0, x0])}, target=6_500,
+                  why="8 loads of about 270 cycles and 16 stores of about 240, one after "
+                      "another, is about 6,000")]
+
+
+def vector_single(kernel) -> list[Trial]:
+    return vector_trial(kernel, length=65536, tile=4096, block_dim=1, target=10_500,
+                        why="the lesson's single-buffered z = 3x + y took 9,761 cycles; the "
+                            "same loads and stores with one sub instead of a muls")
+
+
+def vector_double(kernel) -> list[Trial]:
+    return vector_trial(kernel, length=65536, tile=4096, block_dim=1, target=8_500,
+                        why="MTE2 alone is busy 7,673 cycles loading x and y; double "
+                            "buffered, the run is that plus the last tile's compute and store")
+
+
+def vector_cores(kernel) -> list[Trial]:
+    return vector_trial(kernel, length=8 * 65536, tile=4096, block_dim=8, target=9_000,
+                        why="each of 8 cores does lesson 3's work (about 8,100 cycles) at "
+                            "once; together they need about 390 of HBM's 889 bytes per cycle")
+
+
+EXERCISES = {
+    1: Exercise(title="copy GM -> UB -> GM", symbol="CopyKernel", run=copy_twice,
+                task="CopyKernel.init(x, z, length, tile) writes x twice into z "
+                     "(z[:length] and z[length:]), loading each tile once"),
+    2: Exercise(title="a vector kernel", symbol="HalfDiffKernel", run=vector_single,
+                task="HalfDiffKernel.init(x, y, z, length, tile): z = (x - y) * 0.5 in "
+                     "float16, tile by tile"),
+    3: Exercise(title="double buffering", symbol="HalfDiffKernel", run=vector_double,
+                task="lesson 2's HalfDiffKernel, double buffered, in at most 8,500 cycles"),
+    4: Exercise(title="many cores", symbol="HalfDiffKernel", run=vector_cores,
+                task="HalfDiffKernel on 8 cores: each core takes its 1/8 of length"),
+}
