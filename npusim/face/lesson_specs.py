@@ -93,6 +93,12 @@ def vector_cores(kernel) -> list[Trial]:
                             "once; together they need about 390 of HBM's 889 bytes per cycle")
 
 
+def vector_flags(kernel) -> list[Trial]:
+    return vector_trial(kernel, length=16384, tile=4096, block_dim=1, target=2_800,
+                        why="with each flag set as soon as its pipe is done, the next load "
+                            "starts while the store runs, as with queues (2,647 cycles)")
+
+
 EXERCISES = {
     1: Exercise(title="copy GM -> UB -> GM", symbol="CopyKernel", run=copy_twice,
                 task="CopyKernel.init(x, z, length, tile) writes x twice into z "
@@ -104,4 +110,7 @@ EXERCISES = {
                 task="lesson 2's HalfDiffKernel, double buffered, in at most 8,500 cycles"),
     4: Exercise(title="many cores", symbol="HalfDiffKernel", run=vector_cores,
                 task="HalfDiffKernel on 8 cores: each core takes its 1/8 of length"),
+    5: Exercise(title="synchronisation", symbol="FlagHalfDiffKernel", run=vector_flags,
+                task="FlagHalfDiffKernel.init(x, y, z, length, tile): z = (x - y) * 0.5 with "
+                     "TBuf buffers and set_flag/wait_flag, no queues"),
 }
