@@ -81,16 +81,18 @@ def check(lesson: int, path) -> Report:
                           f"{', '.join(map(str, sorted(EXERCISES)))} (npusim lesson list)")
     thing = load_symbol(Path(path), exercise.symbol)
     report = Report(lesson, exercise.title)
-    try:
-        trials = exercise.run(thing)
-    except NpusimError as exc:
-        report.fail(explain(exc))
-        return report
-    except Exception as exc:  # noqa: BLE001 - the learner's code: one message, not a traceback
-        raise LessonError(_raised(exc, Path(path))) from None
-    for trial in trials:
+    trials = iter(exercise.run(thing))
+    while True:
+        try:
+            trial = next(trials)
+        except StopIteration:
+            return report
+        except NpusimError as exc:
+            report.fail(explain(exc))
+            return report
+        except Exception as exc:  # noqa: BLE001 - the learner's code: a message, no traceback
+            raise LessonError(_raised(exc, Path(path))) from None
         grade(trial, report)
-    return report
 
 
 def load_symbol(path: Path, symbol: str):

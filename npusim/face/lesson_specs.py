@@ -34,7 +34,7 @@ class Exercise:
     title: str
     symbol: str          # the name the learner's file must define
     task: str
-    run: Callable        # run(symbol's value) -> list[Trial]
+    run: Callable        # run(symbol's value) -> the Trials, one at a time
 
 
 def fp16_pair(length: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +99,44 @@ def vector_flags(kernel) -> list[Trial]:
                             "starts while the store runs, as with queues (2,647 cycles)")
 
 
+def matmul_golden(a: np.ndarray, b: np.ndarray, k0: int = 16) -> np.ndarray:
+    """The cube's order: each k0-deep step summed exactly, rounded to float32, accumulated."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for lo in range(0, a.shape[1], k0):
+        step = a[:, lo:lo + k0].astype(np.float64) @ b[lo:lo + k0].astype(np.float64)
+        acc = acc + step.astype(np.float32)
+    return acc
+
+
+def matmul_trial(kernel, *, chip, m, n, k, block_dim=1, target, why, label=""):
+    """Launch a matmul exercise kernel ``init(a, b, c, m, n, k)`` on seeded float16 inputs."""
+    rng = np.random.default_rng(0)
+    a0 = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b0 = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    gm = GlobalMemory()
+    a, b = gm.tensor("a", "float16", m * k, a0), gm.tensor("b", "float16", k * n, b0)
+    c = gm.tensor("c", "float32", m * n)
+    r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
+               args=dict(a=a, b=b, c=c, m=m, n=n, k=k), outputs={"c": (c, (m, n))})
+    return Trial(label=label, result=r, expected={"c": matmul_golden(a0, b0)}, target=target,
+                 why=why)
+
+
+def small_matmul(kernel) -> list[Trial]:
+    return [matmul_trial(kernel, chip="atlas-a2", m=32, n=64, k=128, target=1_500,
+                         why="one pass through MTE2, MTE1, M and FIX, one after another; "
+                             "the lesson's 64x64x64 took 1,012 cycles and this moves 1.5x "
+                             "its input bytes")]
+
+
+def both_chips(kernel):
+    why = "one pass through each stage; the lesson's 64x64x64 took {} cycles on this chip"
+    yield matmul_trial(kernel, chip="atlas-a2", m=32, n=64, k=128, target=1_500,
+                       why=why.format("1,012"), label="atlas-a2")
+    yield matmul_trial(kernel, chip="atlas-training", m=32, n=64, k=128, target=3_000,
+                       why=why.format("2,272"), label="atlas-training")
+
+
 EXERCISES = {
     1: Exercise(title="copy GM -> UB -> GM", symbol="CopyKernel", run=copy_twice,
                 task="CopyKernel.init(x, z, length, tile) writes x twice into z "
@@ -113,4 +151,10 @@ EXERCISES = {
     5: Exercise(title="synchronisation", symbol="FlagHalfDiffKernel", run=vector_flags,
                 task="FlagHalfDiffKernel.init(x, y, z, length, tile): z = (x - y) * 0.5 with "
                      "TBuf buffers and set_flag/wait_flag, no queues"),
+    6: Exercise(title="the cube path", symbol="MatmulKernel", run=small_matmul,
+                task="MatmulKernel.init(a, b, c, m, n, k): C = A.B on one cube core of "
+                     "atlas-a2, float16 in, float32 out (m=32, n=64, k=128)"),
+    9: Exercise(title="coupled against separated cores", symbol="MatmulKernel",
+                run=both_chips, task="lesson 6's MatmulKernel, running on atlas-a2 (FixPipe) "
+                "and on atlas-training (L0C -> UB -> MTE3)"),
 }
