@@ -111,14 +111,15 @@ def golden(a, b):
     return acc
 
 
-def run(kernel, chip="atlas-a2", m=64, n=64, k=64, seed=0):
+def run(kernel, chip="atlas-a2", m=64, n=64, k=64, seed=0, block_dim=1):
     rng = np.random.default_rng(seed)
     a0 = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b0 = rng.uniform(-1, 1, (k, n)).astype(np.float16)
     gm = GlobalMemory()
     a, b = gm.tensor("a", "float16", m * k, a0), gm.tensor("b", "float16", k * n, b0)
     c = gm.tensor("c", "float32", m * n)
-    r = launch(kernel, chip=chip, block_dim=1, gm=gm, args=dict(a=a, b=b, c=c, m=m, n=n, k=k),
+    r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
+               args=dict(a=a, b=b, c=c, m=m, n=n, k=k),
                outputs={"c": (c, (m, n))})
     return r, golden(a0, b0)
 

@@ -81,7 +81,7 @@ def check(lesson: int, path) -> Report:
                           f"{', '.join(map(str, sorted(EXERCISES)))} (npusim lesson list)")
     thing = load_symbol(Path(path), exercise.symbol)
     report = Report(lesson, exercise.title)
-    trials = iter(exercise.run(thing))
+    trials = _trials(exercise, thing)
     while True:
         try:
             trial = next(trials)
@@ -93,6 +93,11 @@ def check(lesson: int, path) -> Report:
         except Exception as exc:  # noqa: BLE001 - the learner's code: a message, no traceback
             raise LessonError(_raised(exc, Path(path))) from None
         grade(trial, report)
+
+
+def _trials(exercise, thing):
+    """The exercise's runs one at a time, so that an error comes from ``next``."""
+    yield from exercise.run(thing)
 
 
 def load_symbol(path: Path, symbol: str):

@@ -129,6 +129,13 @@ def small_matmul(kernel) -> list[Trial]:
                              "its input bytes")]
 
 
+def tiled_matmul(kernel) -> list[Trial]:
+    return [matmul_trial(kernel, chip="atlas-a2", m=256, n=128, k=512, block_dim=2,
+                         target=8_500, why="per core, MTE2 loads 256 KB (about 2,900 "
+                         "cycles), the K loop's Mmads take 2,048 and FixPipe about 1,600: "
+                         "about 6,600 with MTE1 hidden behind M")]
+
+
 def both_chips(kernel):
     why = "one pass through each stage; the lesson's 64x64x64 took {} cycles on this chip"
     yield matmul_trial(kernel, chip="atlas-a2", m=32, n=64, k=128, target=1_500,
@@ -154,6 +161,10 @@ EXERCISES = {
     6: Exercise(title="the cube path", symbol="MatmulKernel", run=small_matmul,
                 task="MatmulKernel.init(a, b, c, m, n, k): C = A.B on one cube core of "
                      "atlas-a2, float16 in, float32 out (m=32, n=64, k=128)"),
+    7: Exercise(title="tiling a GEMM", symbol="MatmulKernel", run=tiled_matmul,
+                task="MatmulKernel.init(a, b, c, m, n, k) on 2 cube cores of atlas-a2 "
+                     "(m=256, n=128, k=512): split the rows over the cores and K so that "
+                     "each step fits L0A and L0B"),
     9: Exercise(title="coupled against separated cores", symbol="MatmulKernel",
                 run=both_chips, task="lesson 6's MatmulKernel, running on atlas-a2 (FixPipe) "
                 "and on atlas-training (L0C -> UB -> MTE3)"),
