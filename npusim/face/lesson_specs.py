@@ -99,6 +99,20 @@ def vector_flags(kernel) -> list[Trial]:
                             "starts while the store runs, as with queues (2,647 cycles)")
 
 
+def vector_own_tile(kernel) -> list[Trial]:
+    """A z = (x - y) * 0.5 kernel ``init(x, y, z, length)`` that chooses its own tile."""
+    length = 65536
+    x0, y0 = fp16_pair(length)
+    gm = GlobalMemory()
+    x, y = gm.tensor("x", "float16", length, x0), gm.tensor("y", "float16", length, y0)
+    z = gm.tensor("z", "float16", length)
+    r = launch(kernel, chip="atlas-a2", block_dim=1, gm=gm,
+               args=dict(x=x, y=y, z=z, length=length), outputs={"z": (z, (length,))})
+    return [Trial(label="", result=r, expected={"z": half_difference(x0, y0)}, target=7_000,
+                  why="MTE2 moves 256 KB in about 4,474 cycles and each copy costs about 100 "
+                      "more: 16 copies or fewer, plus the last tile's compute and store")]
+
+
 def matmul_golden(a: np.ndarray, b: np.ndarray, k0: int = 16) -> np.ndarray:
     """The cube's order: each k0-deep step summed exactly, rounded to float32, accumulated."""
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
@@ -136,6 +150,28 @@ def tiled_matmul(kernel) -> list[Trial]:
                          "about 6,600 with MTE1 hidden behind M")]
 
 
+SILU_SHAPE = (4, 256, 1024)
+
+
+def silu_target(chip) -> int:
+    """1.2 x (the HBM roofline of SiluBackward's three float16 tensors + the 48-core launch)."""
+    nbytes = 3 * 2 * int(np.prod(SILU_SHAPE))
+    launch = chip.kernel_start_cycles + 48 * chip.kernel_start_per_block_cycles
+    return round(1.2 * (nbytes / (chip.hbm_bytes_per_s / chip.clock_hz) + launch))
+
+
+def silu_tiling(tiling) -> list[Trial]:
+    from npusim import golden, load_chip, ops
+
+    chip = load_chip("atlas-a2")
+    rng = np.random.default_rng(0)
+    dy, x = (rng.standard_normal(SILU_SHAPE).astype(np.float16) for _ in range(2))
+    r = ops.silu_backward(dy, x, chip=chip, tiling=tiling)
+    return [Trial(label="", result=r, expected={"gradInput": golden.silu_backward(dy, x)},
+                  target=silu_target(chip), why="within 20% of the HBM roofline of the "
+                  "three tensors plus the launch on 48 cores")]
+
+
 def both_chips(kernel):
     why = "one pass through each stage; the lesson's 64x64x64 took {} cycles on this chip"
     yield matmul_trial(kernel, chip="atlas-a2", m=32, n=64, k=128, target=1_500,
@@ -165,7 +201,14 @@ EXERCISES = {
                 task="MatmulKernel.init(a, b, c, m, n, k) on 2 cube cores of atlas-a2 "
                      "(m=256, n=128, k=512): split the rows over the cores and K so that "
                      "each step fits L0A and L0B"),
+    8: Exercise(title="a real operator", symbol="TILING", run=silu_tiling,
+                task="TILING, a dict of SiluBackward tiling fields (tile_length, buffer_num, "
+                     "block_dim) for shape 4x256x1024 float16 on atlas-a2, within 20% of "
+                     "the roofline"),
     9: Exercise(title="coupled against separated cores", symbol="MatmulKernel",
                 run=both_chips, task="lesson 6's MatmulKernel, running on atlas-a2 (FixPipe) "
                 "and on atlas-training (L0C -> UB -> MTE3)"),
+    10: Exercise(title="reading the critical path", symbol="HalfDiffKernel",
+                 run=vector_own_tile, task="HalfDiffKernel.init(x, y, z, length): z = (x - y) "
+                 "* 0.5 on one core, your choice of tile, in at most 7,000 cycles"),
 }
