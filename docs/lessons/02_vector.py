@@ -10,6 +10,7 @@ from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
 from npusim.face import plot
+from npusim.face.lesson_specs import TARGETS
 
 FIGURES = Path(__file__).parent / "figures"
 
@@ -80,6 +81,7 @@ def run(kernel, length=65536, tile=4096, block_dim=1, chip="atlas-a2", **options
 
 
 def main():
+    print(f"exercise_target = {TARGETS[2]:,}")
     r, want = run(AxpyKernel)
     print("axpy_exact =", np.array_equal(r.outputs["z"], want))
     print(f"axpy_cycles = {r.cycles:,}")

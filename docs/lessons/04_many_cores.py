@@ -8,6 +8,7 @@ import numpy as np
 from npusim import load_chip
 from npusim.dsl import get_block_idx, get_block_num
 from npusim.face import plot
+from npusim.face.lesson_specs import TARGETS
 
 lesson2 = importlib.import_module("02_vector")
 FIGURES = Path(__file__).parent / "figures"
@@ -31,6 +32,7 @@ def roofline_cycles(chip, nbytes):
 
 
 def main():
+    print(f"exercise_target = {TARGETS[4]:,}")
     chip = load_chip("atlas-a2")
     print(f"hbm_bytes_per_cycle = {chip.hbm_bytes_per_s / chip.clock_hz:.0f}")
     print(f"vector_cores = {chip.vector_core_count}")

@@ -9,6 +9,7 @@ import numpy as np
 
 from npusim import golden, load_chip, ops
 from npusim.face import plot
+from npusim.face.lesson_specs import TARGETS
 
 FIGURES = Path(__file__).parent / "figures"
 CHIPS = ("atlas-training", "atlas-a2")
@@ -23,6 +24,8 @@ def inputs(seed=0):
 
 
 def main():
+    for chip, target in TARGETS[9].items():
+        print(f"exercise_target_{chip.replace('-', '_')} = {target:,}")
     dy, x, w = inputs()
     conv = dict(bias_sizes=[64], stride=[1, 1], padding=[1, 1], dilation=[1, 1])
     want = golden.convolution_backward(dy, x, w, **conv)
@@ -31,7 +34,8 @@ def main():
         chip = load_chip(name)
         key = name.replace("-", "_")
         print(f"{key}_layout = {'separated' if chip.separated else 'coupled'}")
-        print(f"{key}_cores = {chip.ai_core_count}+{chip.vector_core_count if chip.separated else 0}")
+        aiv = chip.vector_core_count if chip.separated else 0
+        print(f"{key}_cores = {chip.ai_core_count}+{aiv}")
         r = ops.convolution_backward(dy, x, w, **conv, chip=chip)
         exact = all(np.array_equal(r.outputs[k], want[k]) for k in ("gradInput", "gradBias"))
         print(f"{key}_exact = {exact}")

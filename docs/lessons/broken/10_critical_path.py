@@ -1,6 +1,7 @@
 """Lesson 10's exercise, broken on purpose: lesson 3's tile of 4096 elements.
 
-The check says z is bit-exact and the run misses 7,000 cycles: 32 copies' fixed cost stays on the path.
+The check says z is bit-exact and the run misses 7,000 cycles: the fixed cost of 32 copies
+stays on the path.
 """
 
 from npusim.dsl import Kernel, TPosition, TQue, data_copy
