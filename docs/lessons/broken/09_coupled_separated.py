@@ -1,6 +1,7 @@
 """Lesson 9's exercise, broken on purpose: lesson 6's kernel, FixPipe only.
 
-The check passes on atlas-a2 and stops on atlas-training, which has no FixPipe unit.
+The check passes on atlas-a2 and stops on atlas-training, whose MTE2 cannot convert ND to NZ
+(nor has it a FixPipe).
 """
 
 from npusim.dsl import Kernel, TPosition, TQue, cube
