@@ -135,3 +135,14 @@ def test_every_code_excerpt_on_a_page_is_in_the_code_it_quotes():
         for block in re.findall(r"```py\n(.*?)```", page, re.S):
             for line in block.splitlines():
                 assert not line.strip() or line in source, (script.stem, line)
+
+
+def test_help_of_launch_names_every_real_argument():
+    """``help(launch)`` is where a learner looks first: it must list what launch takes."""
+    import inspect
+
+    from npusim.engine import launch as module
+
+    doc = inspect.getdoc(module.launch)
+    for name in inspect.signature(module._launch).parameters:
+        assert f"{name}" in doc.split("Returns")[0], name
