@@ -137,12 +137,18 @@ def grade(trial: Trial, report: Report) -> None:
     label = f"[{trial.label}] " if trial.label else ""
     for name, want in trial.expected.items():
         got = trial.result.outputs[name]
-        report.lines.append(label + compare(name, got, want)) if same_bits(got, want) else \
-            report.fail(label + compare(name, got, want))
+        _note(report, same_bits(got, want), label + compare(name, got, want))
     cycles, target = trial.result.cycles, trial.target
     line = f"{label}cycles: {cycles:,} (target: at most {target:,}; {trial.why})"
-    report.lines.append(line + ": met") if cycles <= target else report.fail(
-        line + f": {cycles - target:,} cycles too slow")
+    met = cycles <= target
+    _note(report, met, line + (": met" if met else f": {cycles - target:,} cycles too slow"))
+
+
+def _note(report: Report, ok: bool, line: str) -> None:
+    if ok:
+        report.lines.append(line)
+    else:
+        report.fail(line)
 
 
 def same_bits(got: np.ndarray, want: np.ndarray) -> bool:

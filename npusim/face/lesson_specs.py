@@ -193,7 +193,8 @@ EXERCISES = {
                 task="HalfDiffKernel.init(x, y, z, length, tile): z = (x - y) * 0.5 in "
                      "float16, tile by tile"),
     3: Exercise(title="double buffering", symbol="HalfDiffKernel", run=vector_double,
-                task="lesson 2's HalfDiffKernel, double buffered, in at most 8,500 cycles"),
+                task=f"lesson 2's HalfDiffKernel, double buffered, in at most {TARGETS[3]:,} "
+                     "cycles"),
     4: Exercise(title="many cores", symbol="HalfDiffKernel", run=vector_cores,
                 task="HalfDiffKernel on 8 cores: each core takes its 1/8 of length"),
     5: Exercise(title="synchronisation", symbol="FlagHalfDiffKernel", run=vector_flags,
@@ -215,5 +216,5 @@ EXERCISES = {
                 "and on atlas-training (L0C -> UB -> MTE3)"),
     10: Exercise(title="reading the critical path", symbol="HalfDiffKernel",
                  run=vector_own_tile, task="HalfDiffKernel.init(x, y, z, length): z = (x - y) "
-                 "* 0.5 on one core, your choice of tile, in at most 7,000 cycles"),
+                 f"* 0.5 on one core, your choice of tile, in at most {TARGETS[10]:,} cycles"),
 }
