@@ -75,25 +75,33 @@ def _pipes_of(event: str) -> tuple[str, str]:
 
 
 def set_flag(event: str, event_id: int = 0) -> None:
+    """Queue ``set_flag`` on the event's source pipe (``HardEvent.MTE2_V``: MTE2): when
+    that pipe reaches it, everything it was given before is done and the flag is up."""
     src, dst = _pipes_of(event)
     issue(SetFlag(src=src, dst=dst, event_id=event_id))
 
 
 def wait_flag(event: str, event_id: int = 0) -> None:
+    """Queue ``wait_flag`` on the event's destination pipe (``HardEvent.MTE2_V``: V):
+    it holds that pipe until the matching ``set_flag`` has run."""
     src, dst = _pipes_of(event)
     issue(WaitFlag(src=src, dst=dst, event_id=event_id))
 
 
 def pipe_barrier(pipe: str) -> None:
+    """PipeBarrier: hold ``pipe`` until every instruction issued to it before is done."""
     issue(PipeBarrier(target=pipe))
 
 
 def cross_core_set_flag(flag_id: int, pipe: str = Pipe.S, mode: int = 2) -> None:
+    """CrossCoreSetFlag: raise flag ``flag_id`` for the other side of a mix block
+    (AIC <-> AIV), once ``pipe``'s earlier work is done."""
     _check_cross_core(flag_id, "cross_core_set_flag")
     issue(CrossCoreSetFlag(pipe=pipe, flag_id=flag_id, mode=mode))
 
 
 def cross_core_wait_flag(flag_id: int, pipe: str = Pipe.S) -> None:
+    """CrossCoreWaitFlag: hold ``pipe`` until the other side raised ``flag_id``."""
     _check_cross_core(flag_id, "cross_core_wait_flag")
     issue(CrossCoreWaitFlag(pipe=pipe, flag_id=flag_id))
 
@@ -107,6 +115,7 @@ def _check_cross_core(flag_id: int, what: str) -> None:
 
 
 def sync_all() -> None:
+    """SyncAll: every core of the launch waits here until all have arrived."""
     issue(SyncAll())
 
 
@@ -125,26 +134,32 @@ def get_value(tensor: LocalTensor, index: int):
 
 
 def set_value(tensor: LocalTensor, index: int, value) -> None:
+    """LocalTensor.SetValue: the scalar writes ``value`` at ``index`` of an on-chip tensor."""
     issue(SetValue(dst=tensor, index=index, value=value))
 
 
 def get_block_idx() -> int:
+    """This core's block number, 0 .. get_block_num() - 1 (GetBlockIdx)."""
     return current().block_idx
 
 
 def get_block_num() -> int:
+    """How many blocks the launch runs (``block_dim``; twice it for AIVs of a mix)."""
     return current().block_num
 
 
 def get_sub_block_idx() -> int:
+    """In a mix kernel, which of its block's two AIVs this is (0 or 1)."""
     return current().sub_block_idx
 
 
 def is_aic() -> bool:
+    """True on a cube core (AIC) or a coupled core."""
     return current().kind in ("aic", "core")
 
 
 def is_aiv() -> bool:
+    """True on a vector core (AIV) or a coupled core."""
     return current().kind in ("aiv", "core")
 
 
@@ -154,6 +169,7 @@ def set_atomic_add() -> None:
 
 
 def set_atomic_none() -> None:
+    """SetAtomicNone: following copies to GM overwrite again."""
     current().atomic = False
 
 
@@ -274,6 +290,8 @@ class TQue:
         self._buffer = None  # set by TPipe.init_buffer
 
     def alloc_tensor(self, dtype="float16") -> LocalTensor:
+        """Take the queue's next buffer as a tensor of ``dtype`` (the producer side); its
+        producer pipe first waits until the buffer's last ``free_tensor``."""
         if not self.slots:
             raise NpusimError(f"alloc_tensor on queue {self.name!r} before pipe.init_buffer")
         slot = self.slots[self.next_slot]
@@ -290,10 +308,12 @@ class TQue:
         return _typed(slot.tensors, dtype, self._buffer, slot.addr, self.length, self.name)
 
     def enque(self, tensor: LocalTensor) -> None:
+        """Hand ``tensor`` to the consumer pipe: a set_flag on the producer pipe."""
         issue_again(current(), self._slot_of(tensor).enque_set)
         self.fifo.append(tensor)
 
     def deque(self) -> LocalTensor:
+        """Take the oldest enqueued tensor (the consumer side): a wait_flag on the consumer pipe."""
         if not self.fifo:
             raise NpusimError(f"deque on queue {self.name!r} with nothing enqueued")
         tensor = self.fifo.pop(0)
@@ -301,6 +321,7 @@ class TQue:
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
+        """Give the buffer back: a set_flag from the consumer that its next alloc waits on."""
         slot = self._slot_of(tensor)
         ctx = current()
         issue_again(ctx, slot.free_set)
@@ -315,6 +336,7 @@ class TQue:
         raise NpusimError(f"tensor at {tensor.where()} does not belong to queue {self.name!r}")
 
     def drain(self) -> None:
+        """Wait for every free still outstanding (the pipe's ``destroy()`` at kernel end)."""
         for slot in self.slots:
             if slot.freed:
                 issue_again(current(), slot.alloc_wait)
@@ -335,6 +357,7 @@ class TBuf:
         self._tensors: dict = {}   # dtype spec -> the LocalTensor get returns
 
     def get(self, dtype="float16") -> LocalTensor:
+        """The buffer as a LocalTensor of ``dtype`` (no synchronisation: order users by flags)."""
         if self.addr is None:
             raise NpusimError(f"TBuf {self.name!r} used before pipe.init_buffer")
         return _typed(self._tensors, dtype, self._buffer, self.addr, self.length, self.name)

@@ -112,7 +112,9 @@ class Kernel:
         self.pipe = TPipe()
 
     def init(self, **args) -> None:
+        """Once per core, with launch's ``args``: bind this core's GM slice, carve buffers."""
         raise NpusimError(f"{type(self).__name__} defines no init()")
 
     def process(self) -> None:
+        """The kernel's body, usually the tile loop: issues the core's instructions."""
         raise NpusimError(f"{type(self).__name__} defines no process()")

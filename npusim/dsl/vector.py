@@ -73,18 +73,22 @@ def _unary(cls, dst, src, count, repeat):
 
 
 def add(dst, src0, src1, count=None, *, repeat=None):
+    """V: dst = src0 + src1, element-wise, rounded to dst's dtype."""
     return _binary(Add, dst, src0, src1, count, repeat)
 
 
 def sub(dst, src0, src1, count=None, *, repeat=None):
+    """V: dst = src0 - src1, element-wise, rounded to dst's dtype."""
     return _binary(Sub, dst, src0, src1, count, repeat)
 
 
 def mul(dst, src0, src1, count=None, *, repeat=None):
+    """V: dst = src0 * src1, element-wise, rounded to dst's dtype."""
     return _binary(Mul, dst, src0, src1, count, repeat)
 
 
 def div(dst, src0, src1, count=None, *, repeat=None):
+    """V: dst = src0 / src1, element-wise, rounded to dst's dtype."""
     return _binary(Div, dst, src0, src1, count, repeat)
 
 
@@ -97,26 +101,34 @@ def min(dst, src0, src1, count=None, *, repeat=None):  # noqa: A001 - Ascend C's
 
 
 def adds(dst, src, scalar, count=None, *, repeat=None):
+    """V: dst = src + scalar, element-wise, rounded to dst's dtype."""
+    """V: dst = min(src0, src1), element-wise."""
+    """V: dst = max(src0, src1), element-wise."""
     return _tensor_scalar(Adds, dst, src, scalar, count, repeat)
 
 
 def muls(dst, src, scalar, count=None, *, repeat=None):
+    """V: dst = src * scalar, element-wise, rounded to dst's dtype."""
     return _tensor_scalar(Muls, dst, src, scalar, count, repeat)
 
 
 def maxs(dst, src, scalar, count=None, *, repeat=None):
+    """V: dst = max(src, scalar), element-wise."""
     return _tensor_scalar(Maxs, dst, src, scalar, count, repeat)
 
 
 def mins(dst, src, scalar, count=None, *, repeat=None):
+    """V: dst = min(src, scalar), element-wise."""
     return _tensor_scalar(Mins, dst, src, scalar, count, repeat)
 
 
 def exp(dst, src, count=None, *, repeat=None):
+    """V: dst = exp(src), element-wise, rounded to dst's dtype."""
     return _unary(Exp, dst, src, count, repeat)
 
 
 def ln(dst, src, count=None, *, repeat=None):
+    """V: dst = ln(src), element-wise, rounded to dst's dtype."""
     return _unary(Ln, dst, src, count, repeat)
 
 
@@ -125,29 +137,36 @@ def abs(dst, src, count=None, *, repeat=None):  # noqa: A001 - Ascend C's Abs
 
 
 def reciprocal(dst, src, count=None, *, repeat=None):
+    """V: dst = 1 / src, element-wise, rounded to dst's dtype."""
+    """V: dst = |src|, element-wise."""
     return _unary(Reciprocal, dst, src, count, repeat)
 
 
 def sqrt(dst, src, count=None, *, repeat=None):
+    """V: dst = sqrt(src), element-wise, rounded to dst's dtype."""
     return _unary(Sqrt, dst, src, count, repeat)
 
 
 def relu(dst, src, count=None, *, repeat=None):
+    """V: dst = max(src, 0), element-wise."""
     return _unary(Relu, dst, src, count, repeat)
 
 
 def cast(dst, src, round_mode="none", count=None, *, repeat=None):
+    """V: dst = src converted to dst's dtype with ``round_mode`` ("none", "rint", ...)."""
     return _same(Cast, repeat, (dst, src), (count, round_mode),
                  lambda: Cast(dst=dst, src=src, round_mode=round_mode, count=count,
                               repeat=repeat))
 
 
 def duplicate(dst, scalar, count=None, *, repeat=None):
+    """V: fill dst with ``scalar``."""
     return _same(Duplicate, repeat, (dst,), (count, scalar),
                  lambda: Duplicate(dst=dst, scalar=scalar, count=count, repeat=repeat))
 
 
 def compare(dst, src0, src1, mode, count=None, *, repeat=None):
+    """V: dst = the bit mask of ``src0 <mode> src1`` (mode "lt", "gt", "eq", ...)."""
     return issue(Compare(dst=dst, src0=src0, src1=src1, mode=mode, count=count, repeat=repeat))
 
 
@@ -158,22 +177,27 @@ def select(dst, sel_mask, src0, src1, count=None, *, repeat=None):
 
 
 def reduce_sum(dst, src, count=None, *, repeat=None):
+    """V: dst[0] = the sum of src's elements."""
     return issue(ReduceSum(dst=dst, src=src, count=count, repeat=repeat))
 
 
 def reduce_max(dst, src, count=None, *, repeat=None, cal_index=False):
+    """V: dst[0] = the largest of src's elements (and its index with ``cal_index``)."""
     return issue(ReduceMax(dst=dst, src=src, count=count, repeat=repeat, cal_index=cal_index))
 
 
 def block_reduce_sum(dst, src, count=None, *, repeat=None):
+    """V: the sum of each 32-byte block of src, one value per block."""
     return issue(BlockReduceSum(dst=dst, src=src, count=count, repeat=repeat))
 
 
 def block_reduce_max(dst, src, count=None, *, repeat=None):
+    """V: the largest value of each 32-byte block of src, one per block."""
     return issue(BlockReduceMax(dst=dst, src=src, count=count, repeat=repeat))
 
 
 def whole_reduce_sum(dst, src, count=None, *, repeat=None):
+    """V: the sum of each repeat (256 bytes) of src, one value per repeat."""
     return issue(WholeReduceSum(dst=dst, src=src, count=count, repeat=repeat))
 
 

@@ -150,6 +150,29 @@ def check_options(*, mode, numerics, trace, sanitize, jitter) -> None:
 def launch(kernel_cls, **options) -> Result:
     """Run ``kernel_cls`` on ``block_dim`` blocks; read ``outputs`` ({name: (tensor, shape)}).
 
+    launch(kernel_cls, *, chip, block_dim, gm, args, outputs, mode="timed", numerics=True,
+           trace=True, sanitize=True, jitter=None, tiling=None, workspace_bytes=0) -> Result
+
+    kernel_cls: a ``npusim.dsl.Kernel`` subclass; its ``core_type`` ("aiv", "aic", "mix")
+        says which cores of a separated chip run it (coupled chips: every core has all pipes).
+    chip: a model name (``npusim.chips()``), a path to a ``.toml`` or a ``Chip``.
+    block_dim: blocks to run, 1 to the chip's cores of that type (a mix block is one AIC and
+        its two AIVs).
+    gm: the ``GlobalMemory`` holding every GM tensor (``gm.tensor(name, dtype, count,
+        init)``).
+    args: a dict passed as ``kernel.init(**args)`` on every core.
+    outputs: {name: (GlobalTensor, shape)}, read back into ``Result.outputs[name]``.
+    mode: "timed" (the SimPy run, with cycles) or "functional" (program order, no time).
+    numerics: False times the run without computing values (not for ``reads_data`` kernels).
+    trace: keep each instruction's record (figures, ``line_trace``, ``explain``).
+    sanitize: raise ``HazardError`` on unordered accesses, ``DeadlockError`` on a wait whose
+        set never comes.
+    jitter: None, or (seed, max_cycles) of random extra latency; outputs must not change.
+    tiling, workspace_bytes: recorded in the Result for reports.
+
+    Returns a ``Result``: ``outputs``, ``cycles``, ``time_us``, ``stats``, ``tracer``.
+    docs/guide/kernel-api.md has a complete example.
+
     Floating-point exceptions (overflow to inf, NaN from inf - inf, ...) are values, as on the
     chip, not numpy RuntimeWarnings on the user's stderr."""
     with np.errstate(all="ignore"), gc_paused():

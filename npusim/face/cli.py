@@ -28,6 +28,7 @@ EXAMPLES = """examples:
   npusim validate --skip-slow --out validation
   npusim correlate op_summary_0_1.csv --chip atlas-a2 --out correlation
   npusim demo --out npusim-demo
+  npusim lesson check 3 my_kernel.py
 """
 
 
@@ -156,7 +157,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
     p.set_defaults(func=commands.bench_command)
+    _lesson_parser(sub)
     return parser
+
+
+def _lesson_parser(sub) -> None:
+    """``npusim lesson list`` and ``npusim lesson check N FILE.py`` (docs/lessons/)."""
+    p = sub.add_parser("lesson", help="the lessons' exercises: list them, or check your kernel",
+                       description="Grade a kernel written for an exercise of docs/lessons/: "
+                       "bit-exact against the lesson's golden, cycles against its target, "
+                       "and any race or deadlock the sanitizer finds. Exits 1 when it does "
+                       "not pass yet, 2 for bad input.")
+    actions = p.add_subparsers(title="actions", dest="action", required=True,
+                               parser_class=Parser)
+    actions.add_parser("list", help="the lessons with an exercise, and what each asks")
+    q = actions.add_parser("check", help="run FILE.py's kernel for lesson N and grade it")
+    q.add_argument("number", type=int, metavar="N", help="the lesson's number")
+    q.add_argument("file", metavar="FILE.py", help="your Python file")
+    p.set_defaults(func=_lesson_command)
+
+
+def _lesson_command(args) -> int:
+    from npusim.face.lesson import lesson_command
+
+    return lesson_command(args)
 
 
 def _op_command(sub, name: str, help_text: str) -> None:
