@@ -230,15 +230,24 @@ def data_copy_pad(dst, src, params: DataCopyExtParams, pad: DataCopyPadExtParams
 
 
 class _Slot:
-    """One buffer of a queue: its address, event ids, state and the records it issues."""
+    """One buffer of a queue: its address, event ids, state and the records it issues.
 
-    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy", "tensors", "enque_set",
-                 "deque_wait", "free_set", "alloc_wait", "alloc_mark", "free_mark")
+    Its memory marks follow the buffer's hand-offs, so that a free is never traced before the
+    alloc it ends: the alloc mark rides on the producer pipe; the free mark rides on the
+    consumer pipe when the tensor was dequeued since its alloc (the deque's wait_flag orders
+    it after the producer's enque, itself after the alloc mark), and on the producer pipe
+    when it was not (a buffer used and freed by its producer alone, e.g. the convolution's
+    L0C -> UB -> vector Cast on coupled cores, which no flag orders against the consumer)."""
+
+    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy", "handed", "tensors",
+                 "enque_set", "deque_wait", "free_set", "alloc_wait", "alloc_mark", "free_mark",
+                 "own_free_mark")
 
     def __init__(self, addr, fwd_id, back_id):
         self.addr, self.fwd_id, self.back_id = addr, fwd_id, back_id
         self.freed = False   # a free set_flag is outstanding: the next alloc must wait on it
         self.busy = False
+        self.handed = False  # dequeued since its alloc: the consumer pipe holds it now
         self.tensors: dict = {}   # dtype spec -> the LocalTensor alloc_tensor returns
 
     def bind(self, que) -> None:
@@ -252,6 +261,8 @@ class _Slot:
                                      label=que.name)
         self.free_mark = BufferMark(pipe=cons or Pipe.S, buffer=que._buffer, delta=-que.length,
                                     label=que.name)
+        self.own_free_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer,
+                                        delta=-que.length, label=que.name)
 
 
 class TQue:
@@ -285,7 +296,7 @@ class TQue:
         if slot.freed:
             issue_again(ctx, slot.alloc_wait)
             slot.freed = False
-        slot.busy = True
+        slot.busy, slot.handed = True, False
         issue_again(ctx, slot.alloc_mark)
         return _typed(slot.tensors, dtype, self._buffer, slot.addr, self.length, self.name)
 
@@ -297,14 +308,16 @@ class TQue:
         if not self.fifo:
             raise NpusimError(f"deque on queue {self.name!r} with nothing enqueued")
         tensor = self.fifo.pop(0)
-        issue_again(current(), self._slot_of(tensor).deque_wait)
+        slot = self._slot_of(tensor)
+        issue_again(current(), slot.deque_wait)
+        slot.handed = True
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
         slot = self._slot_of(tensor)
         ctx = current()
         issue_again(ctx, slot.free_set)
-        issue_again(ctx, slot.free_mark)
+        issue_again(ctx, slot.free_mark if slot.handed else slot.own_free_mark)
         slot.freed, slot.busy = True, False
 
     def _slot_of(self, tensor) -> _Slot:
