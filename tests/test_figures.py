@@ -1,0 +1,105 @@
+"""Figures a student can trust (issue 25): the memory marks every figure and the peak-UB figure
+are drawn from stay within each buffer's capacity and never go below zero, on every operator and
+every chip it runs on; the pipeline and memory figures show every core type and buffer a run
+used; and the figures the README and docs/ link to are the ones ``plots/make_plots.py`` makes.
+"""
+
+from collections import defaultdict
+from functools import cache
+
+import pytest
+
+from npusim.cases import CASES
+from npusim.cases.run import SIZE_KEYS, run_case
+from npusim.engine.trace_export import memory_timeline
+from npusim.errors import ParamError
+from npusim.face import plot
+
+CHIPS = ("atlas-training", "atlas-a2", "atlas-inference")
+PAIRS = [(op, chip) for op in sorted(CASES) for chip in CHIPS]
+
+
+@cache
+def _run(op: str, chip: str):
+    """The operator at its quick shape on ``chip`` (traced), or None where the chip does not
+    take it (the product rules' ParamError)."""
+    case = CASES[op]
+    try:
+        run = run_case(case, chip, case.quick_shape, case.dtypes[0], case.parse_params({}))
+    except ParamError as exc:
+        assert "not supported" in str(exc), exc
+        return None
+    assert run.ok, run.checks
+    return run.result
+
+
+def _result(op: str, chip: str):
+    result = _run(op, chip)
+    if result is None:
+        pytest.skip(f"{op} does not run on {chip}")
+    return result
+
+
+def test_every_operator_runs_on_some_chip_and_the_convolution_on_all_three():
+    ran = {(op, chip) for op, chip in PAIRS if _run(op, chip) is not None}
+    assert {op for op, _ in ran} == set(CASES)
+    assert {chip for op, chip in ran if op == "convolution_backward"} == set(CHIPS)
+
+
+@pytest.mark.parametrize("op,chip", PAIRS)
+def test_live_bytes_stay_within_zero_and_capacity(op, chip):
+    """Every sample of every buffer's live bytes (the trace's counters, memory.png, the peak)
+    lies in 0..capacity, and no queue or TBuf is ever freed more than it was allocated."""
+    result = _result(op, chip)
+    labels = result.stats["core_labels"]
+    for (core, buffer), points in memory_timeline(result.tracer).items():
+        capacity = getattr(result.chip, SIZE_KEYS[buffer])
+        low, high = min(b for _, b in points), max(b for _, b in points)
+        assert 0 <= low and high <= capacity, (labels[core], buffer, low, high, capacity)
+    live: dict = defaultdict(int)
+    for core, time, buffer, delta, label in sorted(result.tracer.marks, key=lambda m: m[1]):
+        live[(core, buffer, label)] += delta
+        assert live[(core, buffer, label)] >= 0, (
+            f"{labels[core]} {buffer} queue {label!r} freed before it was allocated at cycle "
+            f"{time:,.0f}")
+    assert 0 < max(result.stats["peak_live_bytes"].values())
+
+
+def _used(result):
+    """{(core type, pipe)} that ran instructions and {(core type, buffer)} that held bytes."""
+    labels = result.stats["core_labels"]
+    pipes = {(plot.core_type(labels[r[0]]), r[1]) for r in result.tracer.records}
+    buffers = {(plot.core_type(labels[m[0]]), m[2]) for m in result.tracer.marks}
+    return pipes, buffers
+
+
+@pytest.mark.parametrize("op,chip", PAIRS)
+@pytest.mark.parametrize("max_cores", [1, 2, 4])
+def test_figures_show_every_core_type_pipe_and_buffer_the_run_used(op, chip, max_cores):
+    result = _result(op, chip)
+    labels = result.stats["core_labels"]
+    pipes, buffers = _used(result)
+    rows = plot.pipeline_rows(result, max_cores=max_cores)
+    assert pipes <= {(plot.core_type(labels[c]), p) for c, p in rows}
+    types, cores = {t for t, _ in pipes}, {r[0] for r in result.tracer.records}
+    assert len({c for c, _ in rows}) == min(max(max_cores, len(types)), len(cores))
+    panels = plot.memory_panels(result)
+    assert buffers == {(plot.core_type(labels[c]), b) for c, bufs in panels for b in bufs}
+
+
+def test_a2_convolution_figures_have_the_cube_core_above_the_vector_cores():
+    result = _result("convolution_backward", "atlas-a2")
+    labels = result.stats["core_labels"]
+    rows = plot.pipeline_rows(result, max_cores=2)
+    assert [labels[c] for c in dict.fromkeys(c for c, _ in rows)] == ["aic0", "aiv0"]
+    assert {p for c, p in rows if labels[c] == "aic0"} >= {"MTE1", "M", "FIX"}
+    panels = {labels[c]: bufs for c, bufs in plot.memory_panels(result)}
+    assert panels == {"aic0": ["L1", "L0A", "L0B", "L0C"], "aiv0": ["UB"]}
+
+
+def test_given_cores_are_drawn_as_given(tmp_path):
+    result = _result("silu_backward", "atlas-a2")
+    assert {c for c, _ in plot.pipeline_rows(result, cores=[1])} == {1}
+    assert plot.memory_panels(result, [1]) == [(1, ["UB"])]
+    png = plot.memory(result, tmp_path / "m.png", core=1)
+    assert (tmp_path / "m.png").read_bytes()[:4] == b"\x89PNG" and png.endswith("m.png")
