@@ -4,10 +4,16 @@ every chip it runs on; the pipeline and memory figures show every core type and 
 used; and the figures the README and docs/ link to are the ones ``plots/make_plots.py`` makes.
 """
 
+import contextlib
+import importlib.util
+import io
+import re
 from collections import defaultdict
 from functools import cache
+from pathlib import Path
 
 import pytest
+import quoted
 
 from npusim.cases import CASES
 from npusim.cases.run import SIZE_KEYS, run_case
@@ -103,3 +109,59 @@ def test_given_cores_are_drawn_as_given(tmp_path):
     assert plot.memory_panels(result, [1]) == [(1, ["UB"])]
     png = plot.memory(result, tmp_path / "m.png", core=1)
     assert (tmp_path / "m.png").read_bytes()[:4] == b"\x89PNG" and png.endswith("m.png")
+
+
+# --- no drift: the pages against plots/make_plots.py -------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+# the lessons quote their own scripts (docs/lessons/), and the kernel API page its examples
+OTHER_PRODUCERS = ("docs/lessons/", "docs/guide/kernel-api.md")
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
+
+
+def _pages() -> list[Path]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [p for p in pages if not str(p.relative_to(ROOT)).startswith(OTHER_PRODUCERS)]
+
+
+def _make_plots():
+    spec = importlib.util.spec_from_file_location("make_plots", ROOT / "plots/make_plots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def numbers() -> str:
+    """What ``python plots/make_plots.py --numbers`` prints (no drawing: a few seconds)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _make_plots().main(["--numbers"]) == 0
+    return out.getvalue()
+
+
+def test_every_number_the_pages_quote_is_what_make_plots_gives_now(numbers):
+    marked = {p.relative_to(ROOT).as_posix(): quoted.quoted(p.read_text()) for p in _pages()}
+    assert {"silu_double_cycles", "silu_single_cycles"} <= set(marked["README.md"])
+    assert len(marked["docs/guide/figures.md"]) >= 10
+    drifted = [f"{p.relative_to(ROOT)}: {line}" for p in _pages()
+               for line in quoted.drift(p.read_text(), numbers)]
+    assert not drifted, "\n".join(drifted + ["run python plots/make_plots.py and update them"])
+
+
+def test_double_buffering_is_faster_in_the_numbers_quoted(numbers):
+    got = quoted.produced(numbers)
+    as_int = {k: int(v.replace(",", "")) for k, v in got.items() if k.endswith("cycles")}
+    assert as_int["silu_double_cycles"] < as_int["silu_single_cycles"]
+
+
+def test_the_pages_link_exactly_the_figures_make_plots_writes():
+    linked = set()
+    for page in _pages():
+        for target in IMAGE.findall(page.read_text()):
+            linked.add((page.parent / target).resolve().relative_to(ROOT).as_posix())
+    outputs = set(_make_plots().OUTPUTS)
+    assert linked == outputs, (sorted(linked - outputs), sorted(outputs - linked))
+    tracked = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("plots/*.png")}
+    assert tracked <= outputs, sorted(tracked - outputs)
+    assert all((ROOT / path).stat().st_size > 5000 for path in outputs)

@@ -109,12 +109,17 @@ def write_validation(result: dict, out) -> list:
                                                            "not_modelled") if k in result}},
                   f, indent=1)
         f.write("\n")
+    plot_validation(result, out.file("validation.png"))
+    return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+
+
+def plot_validation(result: dict, path) -> str:
+    """validation.png: the rows that ran, predicted against measured, each with its own
+    tolerance (also docs/modelling/validation.png, drawn by plots/make_plots.py)."""
     ok = [x for x in result["rows"] if x["status"] == "ok"]
     points = [(x["measured_us"], x["predicted_us"], x["id"]) for x in ok]
     bands = [x["row"].tolerance if x["row"].counted else None for x in ok]
-    scatter(points, out.file("validation.png"), "npusim against published measurements",
-            tolerances=bands)
-    return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+    return scatter(points, path, "npusim against published measurements", tolerances=bands)
 
 
 def scatter(points: list, path, title: str, tolerances=None) -> str:
