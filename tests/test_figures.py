@@ -55,7 +55,9 @@ def test_every_operator_runs_on_some_chip_and_the_convolution_on_all_three():
 @pytest.mark.parametrize("op,chip", PAIRS)
 def test_live_bytes_stay_within_zero_and_capacity(op, chip):
     """Every sample of every buffer's live bytes (the trace's counters, memory.png, the peak)
-    lies in 0..capacity, and no queue or TBuf is ever freed more than it was allocated."""
+    lies in 0..capacity; each queue buffer (a mark label: ``inQueueX[1]``) and TBuf is
+    allocated when it holds nothing and freed of exactly what it holds: never freed before its
+    alloc, never allocated twice."""
     result = _result(op, chip)
     labels = result.stats["core_labels"]
     for (core, buffer), points in memory_timeline(result.tracer).items():
@@ -64,10 +66,11 @@ def test_live_bytes_stay_within_zero_and_capacity(op, chip):
         assert 0 <= low and high <= capacity, (labels[core], buffer, low, high, capacity)
     live: dict = defaultdict(int)
     for core, time, buffer, delta, label in sorted(result.tracer.marks, key=lambda m: m[1]):
-        live[(core, buffer, label)] += delta
-        assert live[(core, buffer, label)] >= 0, (
-            f"{labels[core]} {buffer} queue {label!r} freed before it was allocated at cycle "
-            f"{time:,.0f}")
+        key = (core, buffer, label)
+        before, live[key] = live[key], live[key] + delta
+        assert (before, live[key]) in ((0, delta), (-delta, 0)), (
+            f"{labels[core]} {buffer} {label!r} at cycle {time:,.0f}: "
+            f"{'allocated' if delta > 0 else 'freed'} {abs(delta):,} bytes with {before:,} live")
     assert 0 < max(result.stats["peak_live_bytes"].values())
 
 

@@ -251,18 +251,22 @@ class _Slot:
         self.tensors: dict = {}   # dtype spec -> the LocalTensor alloc_tensor returns
 
     def bind(self, que) -> None:
-        """Build once the (immutable) flag and mark records this buffer's queue issues."""
+        """Build once the (immutable) flag and mark records this buffer's queue issues. The
+        marks name the queue, and the buffer (``inQueueX[1]``) where the queue has several."""
         prod, cons = que.producer, que.consumer
+        label = que.name
+        if len(que.slots) > 1:
+            label = f"{que.name}[{que.slots.index(self)}]"
         self.enque_set = SetFlag(src=prod, dst=cons, event_id=self.fwd_id)
         self.deque_wait = WaitFlag(src=prod, dst=cons, event_id=self.fwd_id)
         self.free_set = SetFlag(src=cons, dst=prod, event_id=self.back_id)
         self.alloc_wait = WaitFlag(src=cons, dst=prod, event_id=self.back_id)
         self.alloc_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer, delta=que.length,
-                                     label=que.name)
+                                     label=label)
         self.free_mark = BufferMark(pipe=cons or Pipe.S, buffer=que._buffer, delta=-que.length,
-                                    label=que.name)
+                                    label=label)
         self.own_free_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer,
-                                        delta=-que.length, label=que.name)
+                                        delta=-que.length, label=label)
 
 
 class TQue:
