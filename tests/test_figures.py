@@ -20,6 +20,7 @@ from npusim.cases.run import SIZE_KEYS, run_case
 from npusim.engine.trace_export import memory_timeline
 from npusim.errors import ParamError
 from npusim.face import plot
+from npusim.micro.matmul import run_matmul
 
 CHIPS = ("atlas-training", "atlas-a2", "atlas-inference")
 PAIRS = [(op, chip) for op in sorted(CASES) for chip in CHIPS]
@@ -54,11 +55,23 @@ def test_every_operator_runs_on_some_chip_and_the_convolution_on_all_three():
 
 @pytest.mark.parametrize("op,chip", PAIRS)
 def test_live_bytes_stay_within_zero_and_capacity(op, chip):
+    _check_marks(_result(op, chip))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_marks_of_a_matmul_and_of_the_convolutions_fp32_way_out_are_in_order(chip):
+    """The cube micro-kernel, and the convolution in fp32 (whose L0C block goes to UB and out
+    through MTE3 with an enque/deque, unlike fp16's vector Cast)."""
+    _check_marks(run_matmul(chip=chip, m=128, n=128, k=256))
+    conv = CASES["convolution_backward"]
+    _check_marks(run_case(conv, chip, conv.quick_shape, "float32", conv.parse_params({})).result)
+
+
+def _check_marks(result) -> None:
     """Every sample of every buffer's live bytes (the trace's counters, memory.png, the peak)
     lies in 0..capacity; each queue buffer (a mark label: ``inQueueX[1]``) and TBuf is
     allocated when it holds nothing and freed of exactly what it holds: never freed before its
     alloc, never allocated twice."""
-    result = _result(op, chip)
     labels = result.stats["core_labels"]
     for (core, buffer), points in memory_timeline(result.tracer).items():
         capacity = getattr(result.chip, SIZE_KEYS[buffer])
