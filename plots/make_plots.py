@@ -15,7 +15,7 @@
 Every number in the figures comes from a simulated run; nothing is drawn from a formula except
 the dashed roofline bound. The script prints each number the pages quote as ``key = value``
 (``tests/quoted.py``); ``--numbers`` prints them without drawing (seconds: what
-``tests/test_figures.py`` holds the pages against).
+``tests/test_figures.py`` holds the pages against); ``--out DIR`` draws under DIR instead.
 """
 
 import argparse
@@ -25,8 +25,7 @@ from pathlib import Path
 from npusim.cases import CASES
 from npusim.cases.run import compare_runs, metrics, run_case
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parents[1]
 CHIPS = ("atlas-training", "atlas-a2")
 SILU = CASES["silu_backward"]
 CONV = CASES["convolution_backward"]
@@ -44,19 +43,27 @@ def say(key: str, value) -> None:
     print(f"{key} = {value:,}" if isinstance(value, int) else f"{key} = {value}")
 
 
-def tile_loop(buffer_num: int, name: str, draw: bool) -> None:
-    """The pipes of core 0 for SiluBackward's tile loop with ``buffer_num`` buffers per queue."""
+def target(out: Path, name: str) -> Path:
+    """Where figure ``name`` (a path relative to the repository) goes under ``out``."""
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def tile_loop(buffer_num: int, name: str, out: Path | None) -> None:
+    """The pipes of core 0 for SiluBackward's tile loop with ``buffer_num`` buffers per queue
+    (``out``: the folder the figures go under; None: the numbers alone)."""
     tiling = dict(TILE_LOOP["tiling"], buffer_num=buffer_num)
     run = run_case(SILU, "atlas-a2", TILE_LOOP["shape"], "float16", {}, tiling=tiling,
-                   trace=draw)
-    if draw:
+                   trace=out is not None)
+    if out is not None:
         from npusim.face import plot
-        plot.pipeline(run.result, HERE / name, cores=[0])
+        plot.pipeline(run.result, target(out, f"plots/{name}"), cores=[0])
     key = {2: "double", 1: "single"}[buffer_num]
     say(f"silu_{key}_cycles", int(run.result.cycles))
 
 
-def silu_chips(draw: bool) -> None:
+def silu_chips(out: Path | None) -> None:
     """SiluBackward at its default shape on both chips: time, roofline share, pipes' use."""
     shape = SILU.default_shape
     runs = compare_runs(SILU, CHIPS, shape, "float16", {}, trace=False)
@@ -65,16 +72,16 @@ def silu_chips(draw: bool) -> None:
         say(f"silu.{run.chip.name}.cycles", int(m["cycles"]))
         say(f"silu.{run.chip.name}.roofline", f"{m['roofline_ratio']:.0%}")
         say(f"silu.{run.chip.name}.v_busy", f"{m['pipe_utilisation']['V']:.0%}")
-    if draw:
+    if out is not None:
         from npusim.face import charts
-        charts.compare(runs, HERE / "silu_chips.png")
+        charts.compare(runs, target(out, "plots/silu_chips.png"))
         groups = {dtype: compare_runs(SILU, CHIPS, shape, dtype, {}, trace=False)
                   for dtype in SILU.dtypes}
-        charts.bars(groups, HERE / "silu_dtypes.png",
+        charts.bars(groups, target(out, "plots/silu_dtypes.png"),
                     f"aclnnSiluBackward {'x'.join(map(str, shape))}: simulated time per dtype")
 
 
-def conv_chips(draw: bool) -> None:
+def conv_chips(out: Path | None) -> None:
     """ConvolutionBackward at the demo's shape on both chips, and each run's pipes and
     buffers: the first core of every type it used (``plot.shown_cores``,
     ``plot.memory_panels``). Traced even for the numbers: the peak live UB comes from the
@@ -85,21 +92,22 @@ def conv_chips(draw: bool) -> None:
         say(f"conv.{run.chip.name}.cycles", int(m["cycles"]))
         say(f"conv.{run.chip.name}.time_us", f"{m['time_us']:.1f}")
         say(f"conv.{run.chip.name}.peak_ub_kb", f"{m['peak_live_bytes']['UB'] / 1024:.1f}")
-    if draw:
+    if out is not None:
         from npusim.face import charts, plot
-        charts.compare(runs, HERE / "conv_chips.png")
+        charts.compare(runs, target(out, "plots/conv_chips.png"))
         for run in runs:
-            plot.pipeline(run.result, HERE / f"conv_pipeline_{run.chip.name}.png", max_cores=1)
-            plot.memory(run.result, HERE / f"conv_memory_{run.chip.name}.png")
+            chip = run.chip.name
+            plot.pipeline(run.result, target(out, f"plots/conv_pipeline_{chip}.png"), max_cores=1)
+            plot.memory(run.result, target(out, f"plots/conv_memory_{chip}.png"))
 
 
-def validation() -> None:
+def validation(out: Path) -> None:
     """``npusim validate`` over the whole table (one process), its plot into docs/modelling/."""
     from npusim.studies.validate import validate
     from npusim.studies.validate_report import plot_validation
 
     result = validate(slow=True)
-    plot_validation(result, ROOT / "docs/modelling/validation.png")
+    plot_validation(result, target(out, "docs/modelling/validation.png"))
     print(f"validation.png: {result['within']} of {result['ran']} counted rows within tolerance")
 
 
@@ -109,17 +117,20 @@ def main(argv=None) -> int:
                         help="print the numbers the pages quote, draw nothing")
     parser.add_argument("--skip-validation", action="store_true",
                         help="leave docs/modelling/validation.png (minutes) alone")
+    parser.add_argument("--out", type=Path, default=ROOT,
+                        help="write the figures under DIR (plots/..., docs/...) instead of the "
+                             "repository")
     args = parser.parse_args(argv)
-    draw = not args.numbers
-    tile_loop(2, "silu_double_buffering.png", draw)
-    tile_loop(1, "silu_single_buffering.png", draw)
-    silu_chips(draw)
-    conv_chips(draw)
-    if draw and not args.skip_validation:
-        validation()
-    if draw:
-        for path in OUTPUTS:
-            (ROOT / path).chmod(0o644)   # the plots are written private first, then renamed
+    out = None if args.numbers else args.out
+    tile_loop(2, "silu_double_buffering.png", out)
+    tile_loop(1, "silu_single_buffering.png", out)
+    silu_chips(out)
+    conv_chips(out)
+    if out is not None and not args.skip_validation:
+        validation(out)
+    for path in OUTPUTS if out is not None else ():
+        if (out / path).exists():
+            (out / path).chmod(0o644)   # the plots are written private first, then renamed
     return 0
 
 

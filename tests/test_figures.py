@@ -181,3 +181,17 @@ def test_the_pages_link_exactly_the_figures_make_plots_writes():
     tracked = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("plots/*.png")}
     assert tracked <= outputs, sorted(tracked - outputs)
     assert all((ROOT / path).stat().st_size > 5000 for path in outputs)
+
+
+def test_make_plots_draws_every_figure_and_prints_the_same_numbers_as_without_drawing(
+        numbers, tmp_path):
+    """Drawing (into a scratch folder, the slow validation left out) writes each figure, and
+    the numbers it prints are those ``--numbers`` gives: the pages cannot quote one mode and
+    show the other."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _make_plots().main(["--out", str(tmp_path), "--skip-validation"]) == 0
+    assert quoted.produced(out.getvalue()) == quoted.produced(numbers)
+    for path in _make_plots().OUTPUTS:
+        if path != "docs/modelling/validation.png":
+            assert (tmp_path / path).read_bytes()[:4] == b"\x89PNG", path
