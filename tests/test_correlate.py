@@ -138,3 +138,55 @@ def test_other_operators_map_to_their_cases():
 def test_read_csv_error_is_an_npusim_error(tmp_path):
     with pytest.raises(NpusimError, match="missing column"):
         corr.read_csv(write(tmp_path, "x\n1\n"))
+
+
+def test_plot_points_are_numbered_by_csv_line_and_barred_by_their_operators_band():
+    from npusim.studies.bands import band
+    from npusim.studies.validate_report import correlate_points
+
+    rows = [{"line": 2, "op_type": "SiluGrad", "op": "silu_backward", "status": "ok",
+             "measured_us": 10.0, "predicted_us": 11.0},
+            {"line": 3, "op_type": "MatMulV2", "status": "not modelled"},
+            {"line": 4, "op_type": "SiluGrad", "op": "silu_backward", "status": "ok",
+             "measured_us": 10.0, "predicted_us": 9.0}]
+    points = correlate_points({"rows": rows, "chip": "atlas-training"})
+    assert [p.number for p in points] == [2, 4]
+    # no validation row covers silu on atlas-training: no bar, and the legend says so
+    assert band("silu_backward", "atlas-training")["rows"] == 0
+    assert all(p.band is None and "no validation row" in p.name for p in points)
+    a2 = correlate_points({"rows": rows, "chip": "atlas-a2"})
+    assert a2[0].band == band("silu_backward", "atlas-a2")["band"] is not None
+
+
+def test_points_too_close_to_label_apart_share_one_label():
+    from npusim.studies.scatter_plot import Point, _clusters
+
+    points = [Point(10.0, 10.0, 1, "a", None), Point(10.1, 10.1, 2, "b", None),
+              Point(100.0, 50.0, 3, "c", None), Point(10.0, 20.0, 4, "d", None)]
+    assert _clusters(points, 1.0, 1000.0) == [[0, 1], [2], [3]]
+
+
+def test_labels_of_a_crowded_plot_do_not_cover_each_other():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from npusim.studies.scatter_plot import Point, _clusters, _label
+
+    points = [Point(50.0 * 1.02 ** i, 50.0 * 1.05 ** (i % 4), i + 1, "p", None)
+              for i in range(12)]
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(10, 1000)
+    ax.set_ylim(10, 1000)
+    _label(fig, ax, points, _clusters(points, 10, 1000))
+    renderer = fig.canvas.get_renderer()
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    plt.close(fig)
+    assert sorted(int(n) for t in ax.texts for n in t.get_text().split(", ")) == list(
+        range(1, 13))
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

@@ -213,6 +213,7 @@ def plan(rows: list, chip: str) -> tuple:
             index[key] = len(points)
             points.append(point)
         results.append({**res, "status": "ok", "point": index[key], "note": note, "why": "",
+                        "op": op,
                         "call": f"{op} {'x'.join(map(str, shape))} {dtype}"})
     return results, points
 

@@ -3,16 +3,17 @@
 ``table_rows`` and ``text_lines`` make the validation table ``npusim validate`` prints;
 ``write_validation`` writes validation.md, validation.csv, validation.json and validation.png
 into an ``OutputDir``. ``scatter`` draws predicted against measured times on log-log axes with
-the y = x line and, for the validation table, each row's own tolerance as a bar through its
-point (rows npusim does not model drawn hollow); ``npusim correlate`` uses it with a +-20% band.
+the y = x line and each point's own band as a bar: a validation row's tolerance (rows npusim
+does not model drawn hollow), or for a correlated CSV row npusim's error band on that operator
+and chip (``scatter_plot``).
 """
 
 import csv
 import json
 
 from npusim.face.report import aligned
-
-BAND = 0.2   # the plot's band: the +-20% aimed at for device-timed kernels
+from npusim.studies.bands import band
+from npusim.studies.scatter_plot import Point, scatter
 
 HEAD = ("row", "chip (model)", "measured", "timed", "measured us", "predicted us", "op us",
         "error", "tolerance", "within")
@@ -117,50 +118,12 @@ def plot_validation(result: dict, path) -> str:
     """validation.png: the rows that ran, predicted against measured, each with its own
     tolerance (also docs/modelling/validation.png, drawn by plots/make_plots.py)."""
     ok = [x for x in result["rows"] if x["status"] == "ok"]
-    points = [(x["measured_us"], x["predicted_us"], x["id"]) for x in ok]
-    bands = [x["row"].tolerance if x["row"].counted else None for x in ok]
-    return scatter(points, path, "npusim against published measurements", tolerances=bands)
-
-
-def scatter(points: list, path, title: str, tolerances=None) -> str:
-    """Predicted against measured (us), log-log, each point labelled; y = x and +-BAND, or,
-    with ``tolerances`` (one per point; None: not modelled), each point's own band as a bar."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from npusim.face.plot import _save
-
-    fig, ax = plt.subplots(figsize=(6.4, 5.6))
-    values = [v for m, p, _ in points for v in (m, p) if v and v > 0] or [1.0, 10.0]
-    lo, hi = min(values) / 2, max(values) * 2
-    line = [lo, hi]
-    ax.plot(line, line, color="black", lw=1, label="predicted = measured")
-    if tolerances is None:
-        ax.fill_between(line, [v * (1 - BAND) for v in line], [v * (1 + BAND) for v in line],
-                        color="C2", alpha=0.15, label=f"+-{BAND:.0%}")
-    for i, (m, p, label) in enumerate(points):   # numbered points, named in the legend
-        tol = tolerances[i] if tolerances is not None else BAND
-        colour = f"C{i % 10}"
-        if tolerances is not None and tol is not None:   # the row's own band, at its x
-            ax.plot([m, m], [m * (1 - tol), m * (1 + tol)], color=colour, lw=3, alpha=0.3,
-                    solid_capstyle="butt")
-        hollow = tolerances is not None and tol is None
-        ax.scatter([m], [p], s=24, zorder=3, marker="os^Dv"[i // 10 % 5],
-                   facecolors="none" if hollow else colour, edgecolors=colour,
-                   label=f"{i + 1}: {label}" + (" (not modelled)" if hollow else
-                                                f" (+-{tol:.0%})" if tolerances else ""))
-        ax.annotate(str(i + 1), (m, p), fontsize=7, xytext=(4, 2), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured on hardware (us)")
-    ax.set_ylabel("predicted by npusim (us)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    return _save(fig, path)
+    points = [Point(x["measured_us"], x["predicted_us"], i + 1, x["id"] + (
+        f" (±{x['row'].tolerance:.0%})" if x["row"].counted else " (not modelled)"),
+        x["row"].tolerance if x["row"].counted else None, not x["row"].counted)
+        for i, x in enumerate(ok)]
+    return scatter(points, path, "npusim against published measurements",
+                   "the row's tolerance", "the row's place in the table")
 
 
 # --- npusim correlate ------------------------------------------------------------------------
@@ -196,6 +159,19 @@ def correlate_text(result: dict) -> list:
     return lines + correlate_summary(result)
 
 
+def correlate_points(result: dict) -> list:
+    """A Point per modelled CSV row, numbered by its line, barred by its operator's band."""
+    points = []
+    for r in result["rows"]:
+        if r["status"] != "ok":
+            continue
+        b = band(r["op"], result["chip"])
+        name = r["op_type"] + (
+            f" (band ±{b['band']:.0%})" if b["rows"] else " (no validation row)")
+        points.append(Point(r["measured_us"], r["predicted_us"], r["line"], name, b["band"]))
+    return points
+
+
 def write_correlation(result: dict, out) -> list:
     """correlate.md, .csv, .json and .png into ``out``; the names written."""
     table = ["| " + " | ".join(CORRELATE_HEAD) + " |", "|" + "---|" * 4 + "---:|" * 3 + "---|"]
@@ -213,7 +189,7 @@ def write_correlation(result: dict, out) -> list:
     with open(out.file("correlate.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, default=str)
         f.write("\n")
-    points = [(r["measured_us"], r["predicted_us"], f"{r['line']} {r['op_type']}")
-              for r in result["rows"] if r["status"] == "ok"]
-    scatter(points, out.file("correlate.png"), f"npusim against msprof ({result['chip']})")
+    scatter(correlate_points(result), out.file("correlate.png"),
+            f"npusim against msprof ({result['chip']})",
+            "npusim's error band on that operator and chip", "the CSV's line")
     return ["correlate.md", "correlate.csv", "correlate.json", "correlate.png"]
