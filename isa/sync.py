@@ -146,8 +146,10 @@ class SyncAll(Instr):
 class BufferMark(Instr):
     """Not an instruction: a queue buffer becomes live (``delta`` > 0) or is freed (< 0).
 
-    The DSL issues one on the producer pipe at ``alloc_tensor`` and one on the consumer pipe at
-    ``free_tensor``, so the memory trace follows simulated time. It costs nothing, takes no
+    The DSL issues one on the producer pipe at ``alloc_tensor`` and one at ``free_tensor`` on
+    the pipe that holds the buffer then (the consumer after a ``deque``, else the producer:
+    ``npusim/dsl/core.py``'s ``_Slot``), so the memory trace follows simulated time and a free
+    is never traced before its alloc. It costs nothing, takes no
     queue entry and is invisible to the functional run and to the instruction counts.
     """
 

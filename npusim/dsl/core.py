@@ -246,28 +246,43 @@ def data_copy_pad(dst, src, params: DataCopyExtParams, pad: DataCopyPadExtParams
 
 
 class _Slot:
-    """One buffer of a queue: its address, event ids, state and the records it issues."""
+    """One buffer of a queue: its address, event ids, state and the records it issues.
 
-    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy", "tensors", "enque_set",
-                 "deque_wait", "free_set", "alloc_wait", "alloc_mark", "free_mark")
+    Its memory marks follow the buffer's hand-offs, so that a free is never traced before the
+    alloc it ends: the alloc mark rides on the producer pipe; the free mark rides on the
+    consumer pipe when the tensor was dequeued since its alloc (the deque's wait_flag orders
+    it after the producer's enque, itself after the alloc mark), and on the producer pipe
+    when it was not (a buffer used and freed by its producer alone, e.g. the convolution's
+    L0C -> UB -> vector Cast on coupled cores, which no flag orders against the consumer)."""
+
+    __slots__ = ("addr", "fwd_id", "back_id", "freed", "busy", "handed", "tensors",
+                 "enque_set", "deque_wait", "free_set", "alloc_wait", "alloc_mark", "free_mark",
+                 "own_free_mark")
 
     def __init__(self, addr, fwd_id, back_id):
         self.addr, self.fwd_id, self.back_id = addr, fwd_id, back_id
         self.freed = False   # a free set_flag is outstanding: the next alloc must wait on it
         self.busy = False
+        self.handed = False  # dequeued since its alloc: the consumer pipe holds it now
         self.tensors: dict = {}   # dtype spec -> the LocalTensor alloc_tensor returns
 
     def bind(self, que) -> None:
-        """Build once the (immutable) flag and mark records this buffer's queue issues."""
+        """Build once the (immutable) flag and mark records this buffer's queue issues. The
+        marks name the queue, and the buffer (``inQueueX[1]``) where the queue has several."""
         prod, cons = que.producer, que.consumer
+        label = que.name
+        if len(que.slots) > 1:
+            label = f"{que.name}[{que.slots.index(self)}]"
         self.enque_set = SetFlag(src=prod, dst=cons, event_id=self.fwd_id)
         self.deque_wait = WaitFlag(src=prod, dst=cons, event_id=self.fwd_id)
         self.free_set = SetFlag(src=cons, dst=prod, event_id=self.back_id)
         self.alloc_wait = WaitFlag(src=cons, dst=prod, event_id=self.back_id)
         self.alloc_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer, delta=que.length,
-                                     label=que.name)
+                                     label=label)
         self.free_mark = BufferMark(pipe=cons or Pipe.S, buffer=que._buffer, delta=-que.length,
-                                    label=que.name)
+                                    label=label)
+        self.own_free_mark = BufferMark(pipe=prod or Pipe.S, buffer=que._buffer,
+                                        delta=-que.length, label=label)
 
 
 class TQue:
@@ -303,7 +318,7 @@ class TQue:
         if slot.freed:
             issue_again(ctx, slot.alloc_wait)
             slot.freed = False
-        slot.busy = True
+        slot.busy, slot.handed = True, False
         issue_again(ctx, slot.alloc_mark)
         return _typed(slot.tensors, dtype, self._buffer, slot.addr, self.length, self.name)
 
@@ -317,7 +332,9 @@ class TQue:
         if not self.fifo:
             raise NpusimError(f"deque on queue {self.name!r} with nothing enqueued")
         tensor = self.fifo.pop(0)
-        issue_again(current(), self._slot_of(tensor).deque_wait)
+        slot = self._slot_of(tensor)
+        issue_again(current(), slot.deque_wait)
+        slot.handed = True
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
@@ -325,7 +342,7 @@ class TQue:
         slot = self._slot_of(tensor)
         ctx = current()
         issue_again(ctx, slot.free_set)
-        issue_again(ctx, slot.free_mark)
+        issue_again(ctx, slot.free_mark if slot.handed else slot.own_free_mark)
         slot.freed, slot.busy = True, False
 
     def _slot_of(self, tensor) -> _Slot:

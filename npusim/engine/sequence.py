@@ -168,11 +168,12 @@ def _fixed_slices(part: KernelRun, index: list) -> list:
 
 def _release_marks(marks, index, end) -> list:
     """A kernel's buffers are released when it ends (what it never freed: its TBufs and the
-    buffers still allocated at exit), so the next kernel starts from empty buffers."""
+    buffers still allocated at exit), so the next kernel starts from empty buffers. One mark
+    per queue or TBuf, under its own label, so each one's live bytes end at zero."""
     live = Counter()
-    for c, _t, buf, delta, _label in marks:
-        live[(c, buf)] += delta
-    return [(index[c], end, buf, -n, "kernel end") for (c, buf), n in live.items() if n]
+    for c, _t, buf, delta, label in marks:
+        live[(c, buf, label)] += delta
+    return [(index[c], end, buf, -n, label) for (c, buf, label), n in live.items() if n]
 
 
 def _labels(parts) -> list[str]:

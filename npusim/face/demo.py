@@ -102,7 +102,7 @@ def _case_section(case, shape, runs: dict, folder) -> list:
         plot.memory(run.result, folder.file(f"{name}-memory-{chip}.png"))
         lines += [f"### The pipes and the buffers on {chip} ({first})", "",
                   f"![pipeline on {chip}]({name}-pipeline-{chip}.png)", "",
-                  f"![UB occupancy on {chip}]({name}-memory-{chip}.png)", ""]
+                  f"![buffer occupancy on {chip}]({name}-memory-{chip}.png)", ""]
     last = next((r for r in reversed(runs[first]) if not r.error), None)
     if last is not None:
         last.result.write_trace(folder.file(f"{name}-trace-{last.chip.name}.json"))

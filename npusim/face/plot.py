@@ -3,8 +3,13 @@
 - ``pipeline(result, path, cores=None)``: a Gantt chart, one row per pipe of each core shown,
   time in microseconds, each instruction a bar coloured by kind (GM move, local move, vector,
   cube, flag wait, flag set, scalar).
-- ``memory(result, path, core=0)``: live bytes per on-chip buffer over time, with each buffer's
-  capacity as a dashed line.
+- ``memory(result, path, cores=None)``: live bytes per on-chip buffer over time, one panel per
+  core shown, with each buffer's capacity as a dashed line.
+
+By default both show every core type the run used (``shown_cores``): on Atlas A2 a mixed
+operator's cube core (aic: L1, L0A, L0B, L0C; MTE1, M, FIX) as well as its vector cores (aiv:
+UB; V), on coupled chips the one kind of core. ``pipeline_rows`` and ``memory_panels`` say what
+a figure draws, so a test can hold it against what the run used.
 - ``critical_path(result, path, out)``: the Gantt of the cores the critical path visits most,
   the path in red over every instruction in grey.
 
@@ -63,13 +68,69 @@ def _need_trace(result):
         raise NpusimError("plots need a timed run with trace=True")
 
 
+BUFFER_ORDER = ("L1", "L0A", "L0B", "L0C", "BT", "FB", "UB")
+TYPE_ORDER = ("aic", "core", "aiv")   # cube (or coupled) cores above vector cores
+
+
+def core_type(label: str) -> str:
+    """The kind of core a label names: ``aic``, ``aiv`` (Atlas A2) or ``core`` (coupled)."""
+    return label.rstrip("0123456789")
+
+
+def shown_cores(result, max_cores: int = 4) -> list[int]:
+    """Core indices a figure shows by default: the cores that ran instructions, taken in turn
+    from each core type (cube first), up to ``max_cores`` but at least one of every type."""
+    labels = result.stats.get("core_labels", [])
+    used = sorted({r[0] for r in result.tracer.records})
+    by_type: dict[str, list[int]] = {}
+    for c in used:
+        by_type.setdefault(core_type(labels[c]), []).append(c)
+    queues = [by_type[t] for t in sorted(by_type, key=_type_rank)]
+    limit = max(max_cores, len(queues))
+    turns = (q[depth] for depth in range(max(map(len, queues), default=0))
+             for q in queues if depth < len(q))
+    shown = [c for _, c in zip(range(limit), turns, strict=False)]
+    return sorted(shown, key=lambda c: (_type_rank(core_type(labels[c])), c))
+
+
+def _type_rank(kind: str) -> int:
+    return TYPE_ORDER.index(kind) if kind in TYPE_ORDER else len(TYPE_ORDER)
+
+
+def pipeline_rows(result, cores=None, max_cores: int = 4) -> list[tuple[int, str]]:
+    """(core index, pipe) of each row of the pipeline figure, top to bottom."""
+    labels = result.stats.get("core_labels", [])
+    shown = list(cores) if cores is not None else shown_cores(result, max_cores)
+    pipes = result.stats.get("core_pipes", {})
+    return [(c, p) for c in shown for p in PIPE_ORDER if p in pipes.get(labels[c], PIPE_ORDER)]
+
+
+def memory_panels(result, cores=None) -> list[tuple[int, list[str]]]:
+    """(core index, buffers drawn) of each panel of the memory figure, every buffer the core
+    used. By default the first core of each type that holds buffers, and a further core of a
+    type only where it used a buffer those before it did not."""
+    labels = result.stats.get("core_labels", [])
+    used: dict[int, set] = {}
+    for core, _time, buffer, _delta, _label in result.tracer.marks:
+        used.setdefault(core, set()).add(buffer)
+    if cores is None:
+        covered, cores = set(), []
+        for c in sorted(used):
+            pairs = {(core_type(labels[c]), b) for b in used[c]}
+            if not pairs <= covered:
+                covered |= pairs
+                cores.append(c)
+        cores.sort(key=lambda c: (_type_rank(core_type(labels[c])), c))
+    order = {b: i for i, b in enumerate(BUFFER_ORDER)}
+    return [(c, sorted(used.get(c, ()), key=lambda b: order.get(b, len(order))))
+            for c in cores]
+
+
 def pipeline(result, path, cores=None, max_cores: int = 4) -> str:
-    """Gantt chart of the pipes of ``cores`` (default: the first ``max_cores``)."""
+    """Gantt chart of the pipes of ``cores`` (default: ``shown_cores``, every core type)."""
     _need_trace(result)
     labels = result.stats.get("core_labels", [])
-    shown = list(cores) if cores is not None else list(range(min(max_cores, len(labels))))
-    rows = [(c, p) for c in shown for p in PIPE_ORDER
-            if p in result.stats.get("core_pipes", {}).get(labels[c], PIPE_ORDER)]
+    rows = pipeline_rows(result, cores, max_cores)
     index = {row: i for i, row in enumerate(rows)}
     us = 1e6 / result.chip.clock_hz
     bars: dict = {}
@@ -90,14 +151,30 @@ def pipeline(result, path, cores=None, max_cores: int = 4) -> str:
     return _save(fig, path)
 
 
-def memory(result, path, core: int = 0) -> str:
-    """Live bytes per buffer of ``core`` over time, with capacity lines."""
+def memory(result, path, cores=None, core: int | None = None) -> str:
+    """Live bytes per buffer over time, with capacity lines: one panel per core of
+    ``memory_panels`` (default: the first core of each type the run used; ``core``: that one
+    core alone)."""
     _need_trace(result)
     us = 1e6 / result.chip.clock_hz
-    series = {buf: pts for (c, buf), pts in memory_timeline(result.tracer).items() if c == core}
-    fig, ax = plt.subplots(figsize=(10, 4))
+    timeline = memory_timeline(result.tracer)
+    panels = memory_panels(result, [core] if core is not None else cores)
+    fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(10, 3.2 * max(len(panels), 1) + 0.6),
+                             sharex=True, squeeze=False)
+    labels = result.stats.get("core_labels", [])
+    for ax, (core, buffers) in zip(axes[:, 0], panels, strict=False):
+        _memory_panel(ax, result, [(b, timeline[(core, b)]) for b in buffers], us)
+        name = labels[core] if core < len(labels) else f"core {core}"
+        ax.set_title(f"buffer occupancy: {name} on {result.chip.name}", fontsize=9)
+        ax.set_ylabel("bytes")
+    axes[-1, 0].set_xlabel("time (us)")
+    return _save(fig, path)
+
+
+def _memory_panel(ax, result, series, us) -> None:
+    """One core's buffers: a step line of live bytes and a dashed capacity line each."""
     end = result.cycles * us
-    for i, (buf, points) in enumerate(sorted(series.items())):
+    for i, (buf, points) in enumerate(series):
         xs = [0.0] + [t * us for t, _ in points] + [end]
         ys = [0] + [b for _, b in points] + [points[-1][1]]
         colour = f"C{i}"
@@ -105,13 +182,8 @@ def memory(result, path, core: int = 0) -> str:
         capacity = getattr(result.chip, SIZE_KEYS.get(buf, "ub_bytes"))
         ax.axhline(capacity, color=colour, linestyle="--", linewidth=0.8,
                    label=f"{buf} capacity {capacity // 1024} KB")
-    labels = result.stats.get("core_labels", [])
-    name = labels[core] if core < len(labels) else f"core {core}"
-    ax.set_title(f"buffer occupancy: {name} on {result.chip.name}")
-    ax.set_xlabel("time (us)")
-    ax.set_ylabel("bytes")
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    if series:
+        ax.legend(fontsize=7, loc="upper right")
 
 
 def critical_path(result, path, out, max_cores: int = 4) -> str:

@@ -110,14 +110,20 @@ def write_validation(result: dict, out) -> list:
                                                            "not_modelled") if k in result}},
                   f, indent=1)
         f.write("\n")
+    plot_validation(result, out.file("validation.png"))
+    return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+
+
+def plot_validation(result: dict, path) -> str:
+    """validation.png: the rows that ran, predicted against measured, each with its own
+    tolerance (also docs/modelling/validation.png, drawn by plots/make_plots.py)."""
     ok = [x for x in result["rows"] if x["status"] == "ok"]
     points = [Point(x["measured_us"], x["predicted_us"], i + 1, x["id"] + (
         f" (±{x['row'].tolerance:.0%})" if x["row"].counted else " (not modelled)"),
         x["row"].tolerance if x["row"].counted else None, not x["row"].counted)
         for i, x in enumerate(ok)]
-    scatter(points, out.file("validation.png"), "npusim against published measurements",
-            "the row's tolerance", "the row's place in the table")
-    return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+    return scatter(points, path, "npusim against published measurements",
+                   "the row's tolerance", "the row's place in the table")
 
 
 # --- npusim correlate ------------------------------------------------------------------------
