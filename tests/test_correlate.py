@@ -181,12 +181,8 @@ def test_labels_of_a_crowded_plot_do_not_cover_each_other():
     ax.set_yscale("log")
     ax.set_xlim(10, 1000)
     ax.set_ylim(10, 1000)
-    _label(fig, ax, points, _clusters(points, 10, 1000))
-    renderer = fig.canvas.get_renderer()
-    from matplotlib.text import Text
-
-    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    boxes = _label(fig, ax, points, _clusters(points, 10, 1000))
+    numbers = sorted(int(n) for t in ax.texts for n in t.get_text().split(", "))
     plt.close(fig)
-    assert sorted(int(n) for t in ax.texts for n in t.get_text().split(", ")) == list(
-        range(1, 13))
+    assert numbers == list(range(1, 13)) and len(boxes) == len(ax.texts)
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

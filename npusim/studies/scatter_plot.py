@@ -54,10 +54,9 @@ def _draw_point(ax, i: int, p: Point) -> None:
                edgecolors=colour, label=f"{p.number}: {p.name}")
 
 
-def _label(fig, ax, points: list, groups: list) -> None:
-    """One label per group of close points, each moved down until it covers no other label."""
-    from matplotlib.text import Text
-
+def _label(fig, ax, points: list, groups: list) -> list:
+    """One label per group of close points, each moved down until it covers no other label
+    (a moved label gets a thin line back to its point); the labels' boxes (display units)."""
     renderer = fig.canvas.get_renderer()
     placed: list = []
     for group in groups:
@@ -65,15 +64,19 @@ def _label(fig, ax, points: list, groups: list) -> None:
         where = (first.measured_us, first.predicted_us)
         text = ", ".join(str(points[i].number) for i in group)
         for step in range(40):
-            note = ax.annotate(text, where, fontsize=7, xytext=(4, 2 - 8 * step),
-                               textcoords="offset points",
-                               arrowprops=dict(arrowstyle="-", lw=0.4, color="grey")
-                               if step else None)
-            box = Text.get_window_extent(note, renderer)   # the words, not the line
+            offset = (4, 2 - 8 * step)
+            note = ax.annotate(text, where, fontsize=7, xytext=offset,
+                               textcoords="offset points")
+            box = note.get_window_extent(renderer)
             if step == 39 or not any(box.overlaps(other) for other in placed):
                 break
             note.remove()
+        if step:
+            note.remove()
+            ax.annotate(text, where, fontsize=7, xytext=offset, textcoords="offset points",
+                        arrowprops=dict(arrowstyle="-", lw=0.4, color="grey"))
         placed.append(box)
+    return placed
 
 
 def scatter(points: list, path, title: str, band_name: str, numbered_by: str) -> str:
