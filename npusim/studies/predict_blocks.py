@@ -26,8 +26,15 @@ def time_num(x: float) -> Num:
     return Num(round(x, 3), "us", us(x))
 
 
+def share(x: float) -> str:
+    """A share as text, with the digits a small one needs: 12.3%, 0.42%, <0.01%."""
+    if 0 < x < 1e-4:
+        return "<0.01%"
+    return f"{x:.2%}" if x < 0.01 else f"{x:.1%}"
+
+
 def pct(x: float) -> Num:
-    return Num(round(x, 4), "fraction", f"{x:.1%}")
+    return Num(round(x, 6), "fraction", share(x))
 
 
 def count_num(x: float, unit: str) -> Num:

@@ -101,6 +101,24 @@ def chip_table(result: dict, chip: str) -> list:
             ("table", f"calls_{chip}", head, rows)]
 
 
+def kernel_table(result: dict, chip: str) -> list:
+    """Each call's time (x count) on ``chip`` by kernel type, a column per type."""
+    mine = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
+    names = list(dict.fromkeys(k for r in mine for k in r["by_kernel"]))
+    if not mine:
+        return []
+    head = ["call", "layer", *names, "left out" if result["formats"] == "internal" else
+            "of which conversions", "x count"]
+    rows = [[str(r["call"]), r["label"],
+             *(time_num(r["by_kernel"][k] * r["count"]) if k in r["by_kernel"] else "-"
+               for k in names),
+             time_num((r["left_out_us"] if result["formats"] == "internal" else
+                       r["conversion_us"]) * r["count"]), time_num(r["total_us"])]
+            for r in mine]
+    return [("p", f"{chip}: each call's time x count by kernel"),
+            ("table", f"kernels_{chip}", head, rows)]
+
+
 def _band_cell(b: dict) -> str:
     return f"±{b['band']:.0%} ({n(b['rows'], 'row')})" if b["rows"] else "no validation row"
 

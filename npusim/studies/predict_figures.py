@@ -8,6 +8,8 @@
 """
 
 import io
+import math
+import textwrap
 
 from npusim.chip import load_chip
 from npusim.studies.predict_blocks import column, us
@@ -72,8 +74,9 @@ def layers(plt, result: dict):
                 left += t / 1000
             ax.text(left, y, f" {chip} {us(r['total_us'])}", va="center", fontsize=6)
         ticks.append(i)
-        labels.append(f"{call}: {rows[call, chips[0]]['label']} (x{rows[call, chips[0]]['count']})")
-    ax.set_yticks(ticks, [lb[:60] for lb in labels], fontsize=7)
+        first = rows[call, chips[0]]
+        labels.append(f"{call}: {first['label']} (x{first['count']})")
+    ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("predicted time x count (ms), stacked by kernel")
     ax.set_title(f"{result['workload'].name}: every call all chips run, by time "
@@ -113,24 +116,28 @@ def roofline(plt, result: dict):
     chips = result["chips"]
     fig, axes = plt.subplots(1, len(chips), figsize=(5.5 * len(chips), 5), squeeze=False)
     for ax, chip in zip(axes[0], chips, strict=True):
-        c = load_chip(result["chip_specs"][chip])
-        peak, bw = c.peak_flops("float16") / 1e12, c.hbm_bytes_per_s / 1e12
-        xs = [2.0 ** e for e in range(-4, 12)]
-        ax.plot(xs, [min(peak, bw * x) for x in xs], color="C0", lw=1,
-                label=f"roofline (fp16 cube, {c.memory_kind})")
-        for r in result["rows"]:
-            if r["chip"] == chip and r["status"] == "ok" and r["call"] in \
-                    result["common_calls"] and r["bytes"] and r["flops"]:
-                x, y = r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6
-                ax.scatter(x, y, color="C1", s=14)
-                ax.annotate(f"{r['call']}: {r['label'][:28]}", (x, y), fontsize=5,
-                            xytext=(3, 2), textcoords="offset points")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        points = [(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6, r)
+                  for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"
+                  and r["call"] in result["common_calls"] and r["bytes"] and r["flops"]]
+        _roof(ax, load_chip(result["chip_specs"][chip]), [x for x, _, _ in points])
+        for x, y, r in points:
+            ax.scatter(x, y, color="C1", s=14)
+            ax.annotate(f"{r['call']}: {r['label'][:28]}", (x, y), fontsize=5,
+                        xytext=(3, 2), textcoords="offset points")
         ax.set_title(column(chip, result["batch"]), fontsize=9)
-        ax.set_xlabel("arithmetic intensity (flop / GM byte)")
-        ax.set_ylabel("achieved TFLOPS")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def _roof(ax, c, xs_seen: list) -> None:
+    peak, bw = c.peak_flops("float16") / 1e12, c.hbm_bytes_per_s / 1e12
+    lo = min([-4, *(math.floor(math.log2(x)) - 1 for x in xs_seen)])
+    xs = [2.0 ** e for e in range(lo, 12)]
+    ax.plot(xs, [min(peak, bw * x) for x in xs], color="C0", lw=1,
+            label=f"roofline (fp16 cube, {c.memory_kind})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop / GM byte)")
+    ax.set_ylabel("achieved TFLOPS")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")

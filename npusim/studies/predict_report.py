@@ -36,7 +36,7 @@ def blocks(result: dict) -> list:
             *details.by_limit(result), *details.how_sure(result),
             *sections.not_modelled(result), *details.excluded_table(result)]
     for chip in result["chips"]:
-        out += details.chip_table(result, chip)
+        out += [*details.chip_table(result, chip), *details.kernel_table(result, chip)]
     out += [("figure", "roofline.png", CAPTIONS["roofline.png"]), *details.flags(result),
             *details.method(result)]
     return out

@@ -2,7 +2,17 @@
 chips on the calls all of them run), the calls left out of the comparison, and the comparison
 table with a column per chip and batch."""
 
-from npusim.studies.predict_blocks import Num, call_list, column, count_num, n, pct, time_num, us
+from npusim.studies.predict_blocks import (
+    Num,
+    call_list,
+    column,
+    count_num,
+    n,
+    pct,
+    share,
+    time_num,
+    us,
+)
 
 
 def title(result: dict) -> list:
@@ -16,8 +26,9 @@ def scope(result: dict) -> list:
     cov, wl = result["coverage"], result["workload"]
     ops = sorted({c.op for c in wl.calls})
     lines = [f"Modelled: {n(len(wl.calls), 'call')} ({', '.join(ops)}), "
-             + (f"{cov['flops_share']:.1%} of the step's FLOPs and {cov['bytes_share']:.1%} "
-                "of its bytes (counted from the shapes; see What is not modelled)."
+             + (f"{share(cov['flops_share'])} of the step's FLOPs and "
+                f"{share(cov['bytes_share'])} of its bytes (counted from the shapes; see What "
+                "is not modelled)."
                 if cov["flops_share"] is not None else "no FLOPs counted (no call ran).")]
     if wl.unmodelled:
         kinds = {}
@@ -26,8 +37,8 @@ def scope(result: dict) -> list:
             kinds[u["kind"]][0] += u["flops"]
             kinds[u["kind"]][1] += u["bytes"]
         lines.append("Not modelled: " + "; ".join(
-            f"{k.replace('_', ' ')} {f / cov['step_flops']:.1%} of FLOPs, "
-            f"{b / cov['step_bytes']:.1%} of bytes" for k, (f, b) in kinds.items()) + ".")
+            f"{k.replace('_', ' ')} {share(f / cov['step_flops'])} of FLOPs, "
+            f"{share(b / cov['step_bytes'])} of bytes" for k, (f, b) in kinds.items()) + ".")
     else:
         lines.append("Not modelled: the workload describes no other layers, so the shares "
                      "above count only its calls.")
@@ -36,6 +47,10 @@ def scope(result: dict) -> list:
 
 def formats_line(result: dict) -> str:
     chips, totals = result["chips"], result["totals"]
+    if not any(r["status"] == "ok" and r["conversion_us"] for r in result["rows"]):
+        return (f"Formats: {result['formats']}; no call of this workload converts "
+                "activations between formats (no TransData kernel in its runs), so the "
+                "formats do not change its times.")
     if result["formats"] == "internal":
         cost = ", ".join(f"{us(totals[c]['left_out_us'])} on {c}" for c in chips)
         return ("Formats: internal (activations and their gradients stay in NC1HWC0 between "
@@ -43,8 +58,8 @@ def formats_line(result: dict) -> str:
                 f"below; on the compared calls they took {cost} in the same runs (the weight's "
                 "conversions are kept).")
     cost = ", ".join(f"{us(totals[c]['conversion_us'])} "
-                     f"({_share(totals[c]['conversion_us'], totals[c]['total_us'])}) on {c}"
-                     for c in chips)
+                     f"({_share(totals[c]['conversion_us'], totals[c]['total_us'])} of the "
+                     f"compared time) on {c}" for c in chips)
     return ("Formats: aclnn (each call converts NCHW to the chip's formats and back, as the "
             f"aclnn operator does): the activations' and gradients' TransData kernels take "
             f"{cost}; a framework keeping NC1HWC0 between layers would not run them "
@@ -52,7 +67,7 @@ def formats_line(result: dict) -> str:
 
 
 def _share(part: float, whole: float) -> str:
-    return f"{part / whole:.1%}" if whole else "-"
+    return share(part / whole) if whole else "-"
 
 
 def headline(result: dict) -> list:
