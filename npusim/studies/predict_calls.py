@@ -24,6 +24,14 @@ def is_conversion(kernel: dict) -> bool:
     return kernel["op_type"] == "TransData" and "weight" not in kernel["name"].lower()
 
 
+def kernel_type(kernel: dict) -> str:
+    """The kernel's type as the report groups it: its CANN op_type, a TransData split into
+    the activations' (and their gradients') conversions and the weights'."""
+    if kernel["op_type"] != "TransData":
+        return kernel["op_type"]
+    return "TransData (activations)" if is_conversion(kernel) else "TransData (weights)"
+
+
 def call_label(call) -> str:
     """The call as a reader knows it: its note, else its op and shape."""
     return call.note or f"{call.op} {'x'.join(map(str, call.shape))}"
@@ -54,7 +62,7 @@ def kernels(rec: dict, formats: str) -> list:
     paths = rec.get("kernel_paths") or [{} for _ in rec["kernels"]]
     out = []
     for k, path in zip(rec["kernels"], paths, strict=True):
-        out.append({"name": k["name"], "op_type": k["op_type"],
+        out.append({"name": k["name"], "op_type": k["op_type"], "type": kernel_type(k),
                     "us": (k["cycles"] + k.get("wait_cycles", 0)) * us_per_cycle,
                     "left_out": formats == "internal" and is_conversion(k),
                     "conversion": is_conversion(k),
@@ -69,7 +77,7 @@ def timed(rec: dict, formats: str, count: int) -> dict:
     kept = [k for k in ks if not k["left_out"]]
     by_kernel, by_limit = {}, {}
     for k in kept:
-        by_kernel[k["op_type"]] = by_kernel.get(k["op_type"], 0.0) + k["us"]
+        by_kernel[k["type"]] = by_kernel.get(k["type"], 0.0) + k["us"]
         for what, us in k["path_us"].items():
             by_limit[what] = by_limit.get(what, 0.0) + us
     time_us = sum(k["us"] for k in kept)

@@ -17,7 +17,9 @@ def by_kernel(result: dict) -> list:
             for name in names]
     return [("h2", "Where the time goes"),
             ("p", "By kernel (the operator's kernels as msprof names them, from each run's "
-                  "stats; a kernel's time includes the stream's gap before it), over the "
+                  "stats; a kernel's time includes the stream's gap before it; TransData "
+                  "(activations) converts the activations and their gradients, TransData "
+                  "(weights) the weight and its gradient), over the "
                   f"{n(len(result['common_calls']), 'call')} all chips run:"),
             ("table", "by_kernel", head, rows)]
 

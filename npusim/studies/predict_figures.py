@@ -30,7 +30,7 @@ def figures(result: dict) -> dict:
                        ("roofline.png", roofline)):
         fig = draw(plt, result)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100)
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
         plt.close(fig)
         out[name] = buf.getvalue()
     return out
@@ -77,7 +77,7 @@ def layers(plt, result: dict):
         first = rows[call, chips[0]]
         labels.append(f"{call}: {first['label']} (x{first['count']})")
     ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(order) - 0.5, -0.5)
     ax.set_xlabel("predicted time x count (ms), stacked by kernel")
     ax.set_title(f"{result['workload'].name}: every call all chips run, by time "
                  f"({', '.join(column(c, result['batch']) for c in chips)}, top to bottom)",
@@ -113,30 +113,43 @@ def totals(plt, result: dict):
 
 
 def roofline(plt, result: dict):
-    chips = result["chips"]
+    from matplotlib.lines import Line2D
+
+    chips, notes = result["chips"], {}
     fig, axes = plt.subplots(1, len(chips), figsize=(5.5 * len(chips), 5), squeeze=False)
     for ax, chip in zip(axes[0], chips, strict=True):
         points = [(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6, r)
                   for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"
                   and r["call"] in result["common_calls"] and r["bytes"] and r["flops"]]
-        _roof(ax, load_chip(result["chip_specs"][chip]), [x for x, _, _ in points])
+        _roof(ax, load_chip(result["chip_specs"][chip]), points)
         for x, y, r in points:
             ax.scatter(x, y, color="C1", s=14)
-            ax.annotate(f"{r['call']}: {r['label'][:28]}", (x, y), fontsize=5,
-                        xytext=(3, 2), textcoords="offset points")
+            ax.annotate(str(r["call"]), (x, y), fontsize=6, xytext=(3, 2),
+                        textcoords="offset points")
+            notes[r["call"]] = r["label"]
         ax.set_title(column(chip, result["batch"]), fontsize=9)
+    handles = [Line2D([], [], ls="none") for _ in notes]
+    fig.legend(handles, [textwrap.shorten(f"{k}: {v}", 60) for k, v in sorted(notes.items())],
+               loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6, handlelength=0,
+               title="points: call and its note", title_fontsize=7)
     fig.tight_layout()
     return fig
 
 
-def _roof(ax, c, xs_seen: list) -> None:
+def _roof(ax, c, points: list) -> None:
+    """The chip's fp16 cube and HBM roofline over the points' range."""
     peak, bw = c.peak_flops("float16") / 1e12, c.hbm_bytes_per_s / 1e12
-    lo = min([-4, *(math.floor(math.log2(x)) - 1 for x in xs_seen)])
-    xs = [2.0 ** e for e in range(lo, 12)]
+    xs_seen = [x for x, _, _ in points] or [1.0]
+    lo = min(math.floor(math.log2(x)) - 1 for x in xs_seen)
+    hi = max(math.ceil(math.log2(peak / bw)) + 2, *(math.ceil(math.log2(x)) + 1
+                                                      for x in xs_seen))
+    xs = [2.0 ** e for e in range(lo, hi + 1)]
     ax.plot(xs, [min(peak, bw * x) for x in xs], color="C0", lw=1,
             label=f"roofline (fp16 cube, {c.memory_kind})")
+    ys = [y for _, y, _ in points] or [peak]
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.set_ylim(min(ys) / 2, peak * 1.5)
     ax.set_xlabel("arithmetic intensity (flop / GM byte)")
     ax.set_ylabel("achieved TFLOPS")
     ax.grid(alpha=0.3)
