@@ -29,9 +29,9 @@ CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips s
 
 
 def blocks(result: dict) -> list:
-    out = [*sections.title(result), ("p", result["workload"].description),
-           *sections.scope(result), *sections.headline(result)]
-    out += [("figure", "layers.png", CAPTIONS["layers.png"]), *sections.comparison(result)]
+    out = [*sections.title(result), *sections.scope(result), *sections.headline(result)]
+    out += [("figure", "layers.png", CAPTIONS["layers.png"]), *sections.comparison(result),
+            ("h2", "The workload"), ("p", result["workload"].description)]
     out += [*details.by_kernel(result), ("figure", "totals.png", CAPTIONS["totals.png"]),
             *details.by_limit(result), *details.how_sure(result),
             *sections.not_modelled(result), *details.excluded_table(result)]
@@ -76,10 +76,15 @@ def markdown(result: dict) -> str:
 
 def _table_html(name, head, rows) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
-                   for r in rows)
+    body = "".join("<tr>" + "".join(_cell_html(c) for c in r) + "</tr>" for r in rows)
     return (f'<table data-name="{html.escape(name)}"><thead><tr>{cells}</tr></thead>'
             f"<tbody>{body}</tbody></table>")
+
+
+def _cell_html(cell) -> str:
+    """A cell: a number right-aligned, text left-aligned."""
+    kind = ' class="num"' if isinstance(cell, Num) else ""
+    return f"<td{kind}>{html.escape(str(cell))}</td>"
 
 
 def _block_html(b, figs: dict) -> str:
@@ -100,7 +105,8 @@ def page(result: dict, figs: dict) -> str:
     """The standalone HTML: no link, script or image leaves the file."""
     style = ("body{font-family:sans-serif;max-width:1200px;margin:1.5em auto;color:#222}"
              "table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px "
-             "solid #ccc;padding:3px 6px;text-align:right}td:nth-child(2){text-align:left}"
+             "solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+             "td.num{text-align:right;white-space:nowrap}"
              "img{max-width:100%}h1{font-size:1.5em}")
     body = "".join(_block_html(b, figs) for b in blocks(result))
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

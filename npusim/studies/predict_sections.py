@@ -17,7 +17,8 @@ from npusim.studies.predict_blocks import (
 
 def title(result: dict) -> list:
     wl = result["workload"]
-    batch = f", batch {wl.batch} {wl.batch_unit}".rstrip() if wl.batch is not None else ""
+    unit = f" ({wl.batch_unit})" if wl.batch_unit else ""
+    batch = f", batch {wl.batch}{unit}" if wl.batch is not None else ""
     return [("h1", f"Prediction: {wl.name}{batch}, formats {wl.formats}")]
 
 
