@@ -289,6 +289,20 @@ def test_chips_take_a_users_toml_and_the_310p(small, tmp_path):
     assert result["common_calls"] == [1]
 
 
+def test_a_workload_no_two_chips_share_still_reports(tmp_path):
+    from npusim.face.outdir import OutputDir
+    from npusim.studies.predict_report import markdown, write_report
+
+    path = tmp_path / "a2.toml"
+    loss = SMALL.split("[[call]]")[3].split("[[unmodelled]]")[0]
+    path.write_text(SMALL.split("[[call]]")[0] + "[[call]]" + loss)
+    result = predict(path, jobs=1)
+    assert result["common_calls"] == [] and result["excluded"][0]["ran_us"]["atlas-a2"] > 0
+    with OutputDir(str(tmp_path / "r")) as out:
+        write_report(result, out)
+    assert "share of the step they cover is not known" in markdown(result)
+
+
 def test_the_step_accounting_counts_from_the_shapes(small):
     from npusim.studies.step_accounting import count
 

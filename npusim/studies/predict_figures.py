@@ -77,14 +77,17 @@ def layers(plt, result: dict):
         first = rows[call, chips[0]]
         labels.append(f"{call}: {first['label']} (x{first['count']})")
     ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=7)
-    ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.set_ylim(max(len(order), 1) - 0.5, -0.5)
     ax.set_xlabel("predicted time x count (ms), stacked by kernel")
     ax.set_title(f"{result['workload'].name}: every call all chips run, by time "
                  f"({', '.join(column(c, result['batch']) for c in chips)}, top to bottom)",
                  fontsize=9)
     ax.margins(x=0.18)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
-              title_fontsize=7)
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
+                  title_fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no call runs on every chip", ha="center", transform=ax.transAxes)
     fig.tight_layout()
     return fig
 

@@ -25,24 +25,23 @@ def title(result: dict) -> list:
 def scope(result: dict) -> list:
     """What the prediction covers and what it leaves out, in two lines, then the formats."""
     cov, wl = result["coverage"], result["workload"]
-    ops = sorted({c.op for c in wl.calls})
-    lines = [f"Modelled: {n(len(wl.calls), 'call')} ({', '.join(ops)}), "
-             + (f"{share(cov['flops_share'])} of the step's FLOPs and "
-                f"{share(cov['bytes_share'])} of its bytes (counted from the shapes; see What "
-                "is not modelled)."
-                if cov["flops_share"] is not None else "no FLOPs counted (no call ran).")]
-    if wl.unmodelled:
-        kinds = {}
-        for u in cov["unmodelled"]:
-            kinds.setdefault(u["kind"], [0.0, 0.0])
-            kinds[u["kind"]][0] += u["flops"]
-            kinds[u["kind"]][1] += u["bytes"]
-        lines.append("Not modelled: " + "; ".join(
-            f"{k.replace('_', ' ')} {share(f / cov['step_flops'])} of FLOPs, "
-            f"{share(b / cov['step_bytes'])} of bytes" for k, (f, b) in kinds.items()) + ".")
-    else:
-        lines.append("Not modelled: the workload describes no other layers, so the shares "
-                     "above count only its calls.")
+    ops = ", ".join(sorted({c.op for c in wl.calls}))
+    calls = f"Modelled: {n(len(wl.calls), 'call')} ({ops})"
+    if not wl.unmodelled:
+        return [("ul", [f"{calls}; the workload describes no layers it leaves out (no "
+                        "[[unmodelled]] entries), so what share of the step they cover is not "
+                        "known."]), ("p", formats_line(result))]
+    kinds = {}
+    for u in cov["unmodelled"]:
+        kinds.setdefault(u["kind"], [0.0, 0.0])
+        kinds[u["kind"]][0] += u["flops"]
+        kinds[u["kind"]][1] += u["bytes"]
+    lines = [f"{calls}: {share(cov['flops_share'] or 0.0)} of the step's FLOPs and "
+             f"{share(cov['bytes_share'] or 0.0)} of its bytes (counted from the shapes; see "
+             "What is not modelled).",
+             "Not modelled: " + "; ".join(
+                 f"{k.replace('_', ' ')} {share(f / cov['step_flops'])} of FLOPs, "
+                 f"{share(b / cov['step_bytes'])} of bytes" for k, (f, b) in kinds.items()) + "."]
     return [("ul", lines), ("p", formats_line(result))]
 
 
