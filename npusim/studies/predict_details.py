@@ -56,8 +56,9 @@ def how_sure(result: dict) -> list:
     for b in result["backing"]:
         if not b["rows"]:
             rows.append([b["op"], b["chip"], b["text"], "-", "-", "-", "-"])
-        for v in b["rows"]:
-            rows.append([b["op"], b["chip"], b["text"], v["id"], v["measurement"], v["source"],
+        for i, v in enumerate(b["rows"]):      # the band's words once per kind and chip
+            rows.append([b["op"], b["chip"], b["text"] if i == 0 else "", v["id"],
+                         v["measurement"], v["source"],
                          Num(v["error"], "fraction", f"{v['error']:+.1%}")])
     return [("h2", "How sure: the measurements behind each band"),
             ("p", "A call's band is the worst error npusim has shown on the validation "
