@@ -49,7 +49,7 @@ def text_lines(result: dict) -> list:
         if b[0] == "ul":
             lines += [f"- {x}" for x in b[1]]
         elif b[0] == "table":
-            lines += ["  ".join(str(c) for c in row) for row in b[3]]
+            lines += ["  ".join(b[2]), *("  ".join(str(c) for c in row) for row in b[3])]
         elif b[0] == "p":
             lines.append(b[1])
     return lines
