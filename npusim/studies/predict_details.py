@@ -2,6 +2,7 @@
 each number is (the validation rows behind it), the calls left out of the comparison, and a
 table per chip."""
 
+from npusim.studies.bands import band_cell
 from npusim.studies.fidelity import check
 from npusim.studies.predict_blocks import Num, call_list, column, n, pct, time_num, us
 
@@ -96,7 +97,7 @@ def chip_table(result: dict, chip: str) -> list:
         peak = max((r["peak_bytes"] or {}).items(), key=lambda kv: kv[1], default=("-", 0))
         top = max(r["by_kernel"].items(), key=lambda kv: kv[1], default=("-", 0.0))
         rows.append([str(r["call"]), r["label"], r["shape"], r["dtype"], str(r["count"]),
-                     time_num(r["time_us"]), _band_cell(r["band"]), time_num(r["total_us"]),
+                     time_num(r["time_us"]), band_cell(r["band"]), time_num(r["total_us"]),
                      pct(r["share"]) if r["share"] is not None else "not compared", r["bound"],
                      pct(r["roofline_ratio"]), f"{top[0]} {top[1] / r['time_us']:.0%}",
                      f"{pipe} {busy:.0%}", f"{peak[0]} {peak[1] / 1024:.0f} KiB"])
@@ -120,10 +121,6 @@ def kernel_table(result: dict, chip: str) -> list:
             for r in mine]
     return [("p", f"{chip}: each call's time x count by kernel"),
             ("table", f"kernels_{chip}", head, rows)]
-
-
-def _band_cell(b: dict) -> str:
-    return f"±{b['band']:.0%} ({n(b['rows'], 'row')})" if b["rows"] else "no validation row"
 
 
 def flags(result: dict) -> list:
