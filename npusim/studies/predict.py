@@ -19,6 +19,7 @@ import os
 from npusim.errors import NpusimError
 from npusim.studies.executor import run_points
 from npusim.studies.predict_calls import call_row
+from npusim.studies.predict_calls import classify_record as classify  # noqa: F401 (sweep)
 from npusim.studies.predict_summary import summarise
 from npusim.studies.workload import load_workload, rescale
 

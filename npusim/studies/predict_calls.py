@@ -113,6 +113,13 @@ def classify(by_limit: dict, time_us: float, rec: dict) -> tuple[str, str]:
                                           f"time{then}; {reach}.")
 
 
+def classify_record(rec: dict) -> tuple[str, str]:
+    """``classify`` of a whole record from its critical path's largest shares (``path``), as
+    the sweep words what limits a point."""
+    by_limit = {what: share * rec["time_us"] for what, share in rec.get("path") or []}
+    return classify(by_limit, rec["time_us"], rec)
+
+
 def limit_group(what: str) -> str:
     """A critical path share's family, for the condensed summary: a pipe's work, the kernels'
     launch and the stream's gaps, GM bandwidth, or the other waits."""

@@ -123,17 +123,22 @@ def kernel_table(result: dict, chip: str) -> list:
             ("table", f"kernels_{chip}", head, rows)]
 
 
-def flags(result: dict) -> list:
+def flag_lines(result: dict) -> list:
+    """A line per call the fidelity rule flags (or backs) on a chip."""
     lines = []
     for r in result["rows"]:
         if r["status"] != "ok":
             continue
         flag = check(r["chip"], r["roofline"], r["roofline_ratio"], r["bytes"])
         if flag:
-            lines.append(f"{r['chip']}, call {r['call']} ({r['label']}): {flag}.")
-    if not lines:
-        return []
-    return [("h2", "Fidelity flags"), ("ul", lines)]
+            label = r.get("label") or r.get("note") or r["op"]
+            lines.append(f"{r['chip']}, call {r['call']} ({label}): Fidelity: {flag}.")
+    return lines
+
+
+def flags(result: dict) -> list:
+    lines = flag_lines(result)
+    return [("h2", "Fidelity flags"), ("ul", lines)] if lines else []
 
 
 def method(result: dict) -> list:

@@ -42,6 +42,11 @@ def blocks(result: dict) -> list:
     return out
 
 
+def notes(result: dict) -> list:
+    """The fidelity rule's lines, one a flagged call and chip, as markdown bullets."""
+    return [f"- {line}" for line in details.flag_lines(result)]
+
+
 def text_lines(result: dict) -> list:
     """What the command prints: the scope, the formats and the headline, as plain lines."""
     lines = []
