@@ -31,6 +31,7 @@ def sweep_command(args) -> int:
 
 
 def predict_command(args) -> int:
+    from npusim.face import interrupt
     from npusim.face.outdir import OutputDir
     from npusim.face.progress import Bar
     from npusim.studies.executor import connect, default_jobs
@@ -57,8 +58,9 @@ def predict_command(args) -> int:
             if client is not None:
                 client.close()
         names = write_report(result, out)
-    print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(result['chips'])}")
-    print("\n".join(text_lines(result)))
+        print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(result['chips'])}")
+        print("\n".join(text_lines(result)), flush=True)
+        interrupt.check()     # a Ctrl-C the report's drawing swallowed: no folder, exit 130
     print(f"wrote {', '.join(names)} to {out.shown}")
     return 0
 
