@@ -2,6 +2,7 @@
 self-contained, and a malformed workload is one line naming the file and the entry."""
 
 import html.parser
+import json
 import shutil
 
 import pytest
@@ -11,28 +12,39 @@ from npusim.cases.run import run_case
 from npusim.errors import NpusimError
 from npusim.face.cli import main
 from npusim.studies.predict import predict
-from npusim.studies.workload import load_workload, workload_names
+from npusim.studies.workload import load_workload, rescale, workload_names
 
 SMALL = """name = "small"
 description = "three small calls"
+batch = 2
+batch_unit = "images"
 [[call]]
+note = "block 3x3 32->32"
 op = "convolution_backward"
 shape = "2x32x14x14"
 dtype = "float16"
 params = { weight = "32x3", output_mask = "1,1,0" }
 count = 3
+batch_dim = 0
 [[call]]
+note = "the gate's SiLU"
 op = "silu_backward"
 shape = "64x1024"
 dtype = "bfloat16"
 count = 2
 [[call]]
+note = "the loss over 1000 classes"
 op = "cross_entropy_loss_grad"
 shape = "16x1000"
 dtype = "float32"
 count = 1
+[[unmodelled]]
+kind = "batch_norm_backward"
+note = "batch norm after the 3x3"
+shape = "2x32x14x14"
+count = 3
+batch_dim = 0
 """
-
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
@@ -41,13 +53,34 @@ def small(tmp_path_factory):
     return path, predict(path, jobs=1)
 
 
-def test_totals_are_the_sum_of_time_times_count(small):
+def test_totals_compare_the_chips_on_the_calls_all_of_them_run(small):
     _, result = small
+    assert result["common_calls"] == [1]       # silu in bf16 and the loss are A2 only
     for chip in result["chips"]:
         ok = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
-        assert result["totals"][chip]["total_us"] == pytest.approx(
-            sum(r["time_us"] * r["count"] for r in ok))
-        assert sum(r["share"] for r in ok) == pytest.approx(1.0)
+        same = [r for r in ok if r["call"] in result["common_calls"]]
+        totals = result["totals"][chip]
+        assert totals["total_us"] == pytest.approx(sum(r["time_us"] * r["count"] for r in same))
+        assert totals["excluded_us"] == pytest.approx(
+            sum(r["total_us"] for r in ok if r not in same))
+        assert sum(r["share"] for r in same) == pytest.approx(1.0)
+        assert all(r["share"] is None for r in ok if r not in same)
+        assert sum(totals["by_kernel"].values()) == pytest.approx(totals["total_us"])
+        assert sum(totals["by_limit"].values()) == pytest.approx(totals["total_us"])
+    (left,) = [e for e in result["excluded"] if e["call"] == 3]
+    assert set(left["ran_us"]) == {"atlas-a2"} and "Atlas A2" in left["not_run"]["atlas-training"]
+
+
+def test_a_calls_kernels_and_critical_path_sum_to_its_time(small):
+    _, result = small
+    for r in (r for r in result["rows"] if r["status"] == "ok"):
+        assert sum(k["us"] for k in r["kernels"]) == pytest.approx(r["run_us"], rel=1e-6)
+        assert sum(r["by_limit"].values()) == pytest.approx(r["time_us"], rel=1e-6)
+        assert r["time_us"] == pytest.approx(r["run_us"])          # formats aclnn: all kept
+    conv = next(r for r in result["rows"] if r["op"] == "convolution_backward")
+    kinds = {k["op_type"] for k in conv["kernels"]}
+    assert {"TransData", "Conv2DBackpropInput", "Conv2DBackpropFilter"} <= kinds
+    assert 0 < conv["conversion_us"] < conv["time_us"] and conv["left_out_us"] == 0
 
 
 def test_each_call_takes_what_npusim_run_gives(small):
@@ -60,6 +93,10 @@ def test_each_call_takes_what_npusim_run_gives(small):
         run = run_case(case, r["chip"], shape, r["dtype"], case.parse_params(r["params"]),
                        trace=False)
         assert run.result.time_us == pytest.approx(r["time_us"], abs=1e-3), r
+        # the record rounds time_us to 1e-4 us (under 0.2 cycles): hence half a cycle
+        assert run.result.cycles == pytest.approx(
+            sum(k["us"] for k in r["kernels"]) * run.result.cycles / run.result.time_us,
+            abs=0.5)
 
 
 def test_a_call_a_chip_does_not_support_says_why(small):
@@ -92,20 +129,23 @@ def test_the_command_writes_a_self_contained_html_report(small, tmp_path, capsys
     page = (out / "report.html").read_text()
     links = _Links()
     links.feed(page)
-    assert len(links.images) == 2 and all(s.startswith("data:image/png;base64,")
+    assert len(links.images) == 3 and all(s.startswith("data:image/png;base64,")
                                           for s in links.images)
     assert links.outside == []
     md = (out / "report.md").read_text()
-    assert "not supported" in md and "What limits each call" in md
+    assert "not supported" in md and "Where the time goes" in md and "Calls not compared" in md
     assert (out / "report.json").stat().st_size > 500
+    assert md.index("Not modelled:") < md.index("## Headline") < md.index("## Every call")
 
 
 def test_the_html_report_renders_in_headless_chromium(small, tmp_path):
+    """No console error; every figure drawn, captioned, and the headline's chips compare the
+    same calls (those every chip runs)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     browser_path = shutil.which("chromium")
     if browser_path is None:
         pytest.skip("Debian's chromium is not installed")
-    path, _ = small
+    path, result = small
     out = tmp_path / "report"
     assert main(["predict", str(path), "--out", str(out), "--jobs", "1"]) == 0
     errors = []
@@ -113,11 +153,173 @@ def test_the_html_report_renders_in_headless_chromium(small, tmp_path):
         browser = p.chromium.launch(executable_path=browser_path)
         page = browser.new_page()
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto((out / "report.html").as_uri())
         shot = page.screenshot(full_page=True)
         widths = page.evaluate("[...document.images].map(i => i.naturalWidth)")
+        captions = page.evaluate("[...document.querySelectorAll('figure')].map(f => "
+                                 "f.querySelector('figcaption').textContent)")
+        compared = page.evaluate("[...document.querySelectorAll('table[data-name=headline] "
+                                 "tbody tr')].map(r => r.cells[1].textContent)")
         browser.close()
     assert errors == [] and len(shot) > 10000 and all(w > 100 for w in widths)
+    assert len(captions) == 3 and all(captions)
+    assert compared == [str(len(result["common_calls"]))] * len(result["chips"])
+
+
+def test_every_chart_has_a_legend_or_labels_and_compares_the_same_calls(small):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from npusim.studies import predict_figures as figs
+
+    _, result = small
+    for draw in (figs.layers, figs.totals, figs.roofline):
+        fig = draw(plt, result)
+        for ax in fig.axes:
+            assert ax.get_legend() is not None or ax.texts, (draw.__name__, ax.get_title())
+        plt.close(fig)
+    fig = figs.layers(plt, result)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["1: block 3x3 32->32 (x3)"]       # the common call only, by its note
+    bars = fig.axes[0].patches
+    chips = {c: result["totals"][c]["total_us"] / 1000 for c in result["chips"]}
+    assert sum(b.get_width() for b in bars) == pytest.approx(sum(chips.values()))
+    plt.close(fig)
+
+
+def test_every_call_is_named_in_every_table_and_row(small, tmp_path):
+    from npusim.studies.predict_report import blocks, to_json
+
+    _, result = small
+    notes = [c.note for c in result["workload"].calls]
+    assert [r["label"] for r in result["rows"]] == [n for n in notes for _ in result["chips"]]
+    tables = {b[1]: b[3] for b in blocks(result) if b[0] == "table"}
+    for name in ("comparison", *(f"calls_{c}" for c in result["chips"])):
+        assert [r[1].replace(" (not compared)", "") for r in tables[name]] == notes
+    assert [e["label"] for e in result["excluded"]] == notes[1:]
+    import json
+
+    assert all(r["note"] in notes for r in json.loads(to_json(result))["rows"])
+
+
+def test_the_csv_carries_every_table_cell_the_html_shows(small, tmp_path):
+    import csv
+
+    path, _ = small
+    out = tmp_path / "r"
+    assert main(["predict", str(path), "--out", str(out), "--jobs", "1"]) == 0
+    cells = _TableCells()
+    cells.feed((out / "report.html").read_text())
+    with open(out / "report.csv", newline="") as f:
+        shown = {(row["table"], row["text"]) for row in csv.DictReader(f)}
+    assert cells.cells and all(cell in shown for cell in cells.cells)
+    data = json.loads((out / "report.json").read_text())
+    assert {t for t, _ in cells.cells} == set(data["tables"])
+
+
+class _TableCells(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.cells, self.table, self.td = [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.table = dict(attrs)["data-name"]
+        elif tag == "td":
+            self.td = ""
+
+    def handle_data(self, data):
+        if self.td is not None:
+            self.td += data
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.cells.append((self.table, self.td))
+            self.td = None
+
+
+def test_formats_internal_leaves_out_the_activation_conversions(tmp_path):
+    path = tmp_path / "one.toml"
+    path.write_text(SMALL.split("[[call]]")[0].replace('batch = 2', 'batch = 2\nformats = '
+                                                       '"internal"') + "[[call]]"
+                    + SMALL.split("[[call]]")[1])
+    result = predict(path, ["atlas-a2"], jobs=1)
+    (row,) = result["rows"]
+    left = [k for k in row["kernels"] if k["left_out"]]
+    assert {k["name"] for k in left} == {"TransData(gradOutput.5hd)", "TransData(input.5hd)",
+                                         "TransData(gradInput)"}
+    kept = {k["name"] for k in row["kernels"] if not k["left_out"]}
+    assert {"TransData(weight)", "TransData(gradWeight)", "Conv2DBackpropFilter"} <= kept
+    assert row["time_us"] == pytest.approx(row["run_us"] - row["left_out_us"])
+    assert row["left_out_us"] == pytest.approx(sum(k["us"] for k in left)) and left
+    assert result["totals"]["atlas-a2"]["left_out_us"] == pytest.approx(row["left_out_us"] * 3)
+    from npusim.studies.predict_report import markdown
+
+    assert "Formats: internal" in markdown(result)
+
+
+def test_batch_rescales_the_calls_that_declare_a_batch_dimension(small, tmp_path, capsys):
+    path, _ = small
+    wl = rescale(load_workload(path), 6)
+    assert [c.shape for c in wl.calls] == [(6, 32, 14, 14), (64, 1024), (16, 1000)]
+    assert wl.unmodelled[0].shape == (6, 32, 14, 14) and wl.batch == 6
+    out = tmp_path / "b"
+    assert main(["predict", str(path), "--batch", "4", "--chips", "atlas-a2",
+                 "--out", str(out), "--jobs", "1"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["batch"] == 4 and data["rows"][0]["shape"] == "4x32x14x14"
+    assert "atlas-a2 (batch 4)" in data["tables"]["comparison"]["head"]
+
+
+def test_chips_take_a_users_toml_and_the_310p(small, tmp_path):
+    from npusim.chip import models_dir
+
+    path, _ = small
+    mine = tmp_path / "my-a2.toml"
+    mine.write_text((models_dir() / "atlas-a2.toml").read_text().replace(
+        'name = "atlas-a2"', 'name = "my-a2"', 1))
+    result = predict(path, [str(mine), "atlas-inference"], jobs=1)
+    assert result["chips"] == ["my-a2", "atlas-inference"]
+    conv = [r for r in result["rows"] if r["call"] == 1]
+    assert all(r["status"] == "ok" for r in conv)
+    assert conv[0]["band"]["text"].startswith("no validation row covers")
+    assert result["common_calls"] == [1]
+
+
+def test_a_workload_no_two_chips_share_still_reports(tmp_path):
+    from npusim.face.outdir import OutputDir
+    from npusim.studies.predict_report import markdown, write_report
+
+    path = tmp_path / "a2.toml"
+    loss = SMALL.split("[[call]]")[3].split("[[unmodelled]]")[0]
+    path.write_text(SMALL.split("[[call]]")[0] + "[[call]]" + loss)
+    result = predict(path, jobs=1)
+    assert result["common_calls"] == [] and result["excluded"][0]["ran_us"]["atlas-a2"] > 0
+    with OutputDir(str(tmp_path / "r")) as out:
+        write_report(result, out)
+    assert "share of the step they cover is not known" in markdown(result)
+
+
+def test_the_step_accounting_counts_from_the_shapes(small):
+    from npusim.studies.step_accounting import count
+
+    assert count("batch_norm_backward", (2, 3, 4, 5), {}, "float16") == (1200.0, 720)
+    assert count("linear_backward", (32, 2048), {"out": "1000"}, "float16") == (
+        4 * 32 * 2048 * 1000 + 32 * 1000, 2 * (32 * 1000 + 2 * 32 * 2048 + 2 * 1000 * 2048
+                                               + 1000))
+    assert count("max_pool_backward", (1, 1, 4, 4), {}, "float16") == (4.0, 4 * 2 + 4 * 4
+                                                                        + 16 * 2)
+    _, result = small
+    cov = result["coverage"]
+    conv = next(r for r in result["rows"] if r["call"] == 1 and r["status"] == "ok")
+    silu = next(r for r in result["rows"] if r["call"] == 2 and r["status"] == "ok")
+    loss = next(r for r in result["rows"] if r["call"] == 3 and r["status"] == "ok")
+    flops = conv["flops"] * 3 + silu["flops"] * 2 + loss["flops"]
+    bn = 10 * 2 * 32 * 14 * 14 * 3
+    assert cov["flops_share"] == pytest.approx(flops / (flops + bn))
 
 
 def test_the_shipped_workloads_load_and_name_every_call():
@@ -190,7 +392,10 @@ def _shrunk(workload):
 
 
 @pytest.mark.parametrize("name", ["resnet50-backward", "moe-llm-layer-backward"])
-def test_both_shipped_workloads_run_on_both_chips(name):
+def test_both_shipped_workloads_run_on_both_chips(name, tmp_path):
+    from npusim.face.outdir import OutputDir
+    from npusim.studies.predict_report import write_report
+
     result = predict(_shrunk(load_workload(name)), jobs=2)
     for r in result["rows"]:
         a2_only = r["op"] in ("cross_entropy_loss_grad", "moe_token_permute_grad")
@@ -198,10 +403,21 @@ def test_both_shipped_workloads_run_on_both_chips(name):
             assert r["status"] == "not supported" and "Atlas A2" in r["why"], r
         else:
             assert r["status"] == "ok" and r["time_us"] > 0, r
+    a2_only = {c.index for c in result["workload"].calls
+               if c.op in ("cross_entropy_loss_grad", "moe_token_permute_grad")}
+    assert set(result["common_calls"]) == {c.index for c in result["workload"].calls} - a2_only
     for chip in result["chips"]:
-        ok = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
+        same = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"
+                and r["call"] in result["common_calls"]]
         assert result["totals"][chip]["total_us"] == pytest.approx(
-            sum(r["time_us"] * r["count"] for r in ok))
+            sum(r["time_us"] * r["count"] for r in same))
+    cov = result["coverage"]
+    assert 0 < cov["flops_share"] < 1 and 0 < cov["bytes_share"] < 1
+    with OutputDir(str(tmp_path / "r")) as out:
+        write_report(result, out)
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert all(c.note and c.note in md for c in result["workload"].calls)
+    assert all(u.note in md for u in result["workload"].unmodelled)
 
 
 def test_a_timing_point_that_needs_numerics_does_not_run_the_golden(monkeypatch):

@@ -42,6 +42,7 @@ SWEEP = {
 
 WORKLOAD = 'name = "w"\ndescription = "x"\n[[call]]\n'
 CALL = 'op = "silu_backward"\nshape = "64x64"\ndtype = "float16"\ncount = 1\n'
+BATCHED = WORKLOAD.replace("[[call]]", "batch = 4\n[[call]]")
 PREDICT = {
     "no such workload": ("no-such-workload", [], "resnet50-backward"),
     "not TOML": ("[[[", [], "not a valid TOML"),
@@ -66,6 +67,24 @@ PREDICT = {
     "scheduler that does not answer": (WORKLOAD + CALL, ["--scheduler", "tcp://127.0.0.1:9"],
                                        "cannot reach the Dask scheduler"),
     "out is a file": (WORKLOAD + CALL, [], "not a folder"),
+    "chip file missing": (WORKLOAD + CALL, ["--chips", "atlas-a2,nope.toml"], "nope.toml"),
+    "batch 0": (WORKLOAD + CALL, ["--batch", "0"], "--batch 0: a positive integer"),
+    "batch a word": (WORKLOAD + CALL, ["--batch", "many"], "--batch many: a positive integer"),
+    "batch without a batch dimension": (WORKLOAD + CALL, ["--batch", "64"],
+                                        "declares no batch dimension"),
+    "batch not whole": (BATCHED + CALL.replace("64x64", "6x64") + "batch_dim = 0\n",
+                        ["--batch", "3"], "does not scale to a whole number; allowed: a "
+                        "multiple of 2"),
+    "batch_dim outside the shape": (BATCHED + CALL + "batch_dim = 2\n", [],
+                                    "batch_dim = 2: an index into the shape, 0 to 1"),
+    "batch_dim without batch": (WORKLOAD + CALL + "batch_dim = 0\n", [], "no batch = N"),
+    "formats unknown": (WORKLOAD.replace("[[call]]", 'formats = "nhwc"\n[[call]]') + CALL, [],
+                        "formats = 'nhwc'; allowed: 'aclnn' or 'internal'"),
+    "unmodelled kind unknown": (WORKLOAD + CALL + '[[unmodelled]]\nkind = "softmax"\n'
+                                'shape = "4x4"\n', [], "unknown kind 'softmax'; kinds: "),
+    "unmodelled shape of the wrong rank": (WORKLOAD + CALL + '[[unmodelled]]\nkind = '
+                                           '"batch_norm_backward"\nshape = "4x4"\n', [],
+                                           "takes a shape NxCxHxW, got 4x4"),
 }
 
 

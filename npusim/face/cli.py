@@ -96,11 +96,14 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict a model step's backward pass from a workload "
                        "file, on several chips", description="Run every operator call of a "
                        "workload (models/workloads/*.toml, or a file) timing-only on each chip "
-                       "and write report.md, a standalone report.html and report.json.")
+                       "and write report.md, a standalone report.html, report.json and report.csv.")
     p.add_argument("workload", help="a workload name (resnet50-backward, "
                    "moe-llm-layer-backward) or a .toml file")
     p.add_argument("--chips", default="atlas-training,atlas-a2",
-                   help="comma-separated chip models (default atlas-training,atlas-a2)")
+                   help="comma-separated chip models or chip TOML files (default "
+                   "atlas-training,atlas-a2; see npusim chips)")
+    p.add_argument("--batch", metavar="N", help="rescale the workload to batch N (its calls "
+                   "declare their batch dimension; the shipped workloads do)")
     _executor_arguments(p)
     p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
     p.set_defaults(func=commands.predict_command)

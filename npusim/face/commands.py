@@ -31,17 +31,21 @@ def sweep_command(args) -> int:
 
 
 def predict_command(args) -> int:
+    from npusim.face import interrupt
     from npusim.face.outdir import OutputDir
     from npusim.face.progress import Bar
     from npusim.studies.executor import connect, default_jobs
-    from npusim.studies.predict import predict
-    from npusim.studies.predict_report import headline, write_report
-    from npusim.studies.workload import load_workload
+    from npusim.studies.predict import predict, resolve_chips
+    from npusim.studies.predict_report import text_lines, write_report
+    from npusim.studies.workload import load_workload, rescale
 
     wl = load_workload(args.workload)
+    if args.batch is not None:
+        wl = rescale(wl, _batch(args.batch))
     chips = [c.strip() for c in args.chips.split(",") if c.strip()]
     if not chips:
         raise NpusimError("--chips: name at least one chip (see npusim chips)")
+    chips = list(resolve_chips(chips).values())
     client = connect(args.scheduler) if args.scheduler else None
     with OutputDir(args.out) as out:
         modelled = sum(c.modelled for c in wl.calls) * len(chips)
@@ -54,10 +58,21 @@ def predict_command(args) -> int:
             if client is not None:
                 client.close()
         names = write_report(result, out)
-    print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(chips)}")
-    print("\n".join(line.replace("**", "") for line in headline(result)))
+        print(f"{wl.name}: {len(wl.calls)} calls on {', '.join(result['chips'])}")
+        print("\n".join(text_lines(result)), flush=True)
+        interrupt.check()     # a Ctrl-C the report's drawing swallowed: no folder, exit 130
     print(f"wrote {', '.join(names)} to {out.shown}")
     return 0
+
+
+def _batch(text: str) -> int:
+    try:
+        batch = int(text)
+    except ValueError:
+        batch = 0
+    if batch < 1:
+        raise NpusimError(f"--batch {text}: a positive integer (the step's batch, e.g. 64)")
+    return batch
 
 
 def validate_command(args) -> int:

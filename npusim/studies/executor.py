@@ -2,7 +2,9 @@
 
 A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the ``--param``
 texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
-only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``.
+only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``,
+``explain`` (record the critical path: its largest shares in ``path`` and, per kernel of the
+operator, its cycles by what in ``kernel_paths``).
 ``run_point`` turns it into a plain record (a timing-only point runs without the sanitizer,
 which does not change cycles, and without the golden unless it asks for a check; the run's
 memory is collected before the next point, as reference cycles hold its GM); any executor gives
@@ -84,21 +86,25 @@ def _fill(record: dict, run, point: dict) -> None:
                   peak_bytes=dict(m["peak_live_bytes"]),
                   effective_tiling=tiling_dict(run.result.tiling),
                   kernels=[{"name": k["name"], "op_type": k.get("op_type", k["name"]),
-                            "cores": k["cores"], "cycles": int(k["cycles"])}
+                            "cores": k["cores"], "cycles": int(k["cycles"]),
+                            "wait_cycles": int(k.get("wait_cycles", 0))}
                            for k in run.result.stats.get("kernels", [])],
                   instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))
     if point.get("explain"):
-        record["path"] = path_shares(run.result)
+        path = run.result.critical_path()
+        record["path"] = path_shares(run.result, path=path)
+        record["kernel_paths"] = [{what: round(c, 3) for what, c in k.by_what.items()}
+                                  for k in path.kernels]
     if point.get("check"):
         record["check"] = "; ".join(f"{name}: {text}" for name, _, text in run.checks)
         if not run.ok:
             record["status"] = "mismatch"
 
 
-def path_shares(result, top: int = 3) -> list:
+def path_shares(result, top: int = 3, path=None) -> list:
     """[[what, share of the cycles], ...]: the ``top`` largest shares of the run's critical
-    path (``Result.critical_path``), largest first."""
-    path = result.critical_path()
+    path (``Result.critical_path``, or ``path`` if already taken), largest first."""
+    path = path if path is not None else result.critical_path()
     shares = sorted(path.by_what.items(), key=lambda kv: -kv[1])[:top]
     return [[what, round(cycles / path.cycles, 4) if path.cycles else 0.0]
             for what, cycles in shares]

@@ -1,215 +1,170 @@
-"""A prediction's report: report.md, a standalone report.html (figures embedded) and
-report.json, from ``predict``'s table.
+"""A prediction's report: report.md, a standalone report.html (figures embedded), report.json
+and report.csv, all written from the same blocks (``npusim.studies.predict_blocks``).
 
-The report gives each chip's predicted total with its error band and the speedup of one over
-the other (on the calls both run), a table per chip (time and its error band,
-``npusim.studies.bands``, time x count, share of the total, bound, achieved against the
-roofline, busiest pipe, peak buffer use), a stacked bar of the totals, a roofline plot with
-each call as a point, one sentence per call on what limits it (with the fidelity rule's
-flag, ``npusim.studies.fidelity``, on a call predicted closer to a peak than any measurement backs),
-and why a call did not run.
+The first screen says what the prediction covers (the share of the step's FLOPs and bytes the
+modelled calls cover, and what is not modelled), the formats, and the headline: each chip's
+time on the calls all chips run, with its error band; the calls a chip does not run are named
+apart with their time on the chips that run them. Then the comparison table (a column per chip
+and batch), the at-a-glance figure (``npusim.studies.predict_figures``), where the time goes
+(by kernel and by what limits it, from the critical path), how sure each band is (the
+validation rows behind it), what is not modelled, the calls not compared, a table per chip,
+the fidelity rule's flags (``npusim.studies.fidelity``) and how the numbers are made.
 """
 
 import base64
+import csv
 import html
 import io
 import json
 
-from npusim.chip import load_chip
-from npusim.studies.bands import band_cell
-from npusim.studies.fidelity import check
+from npusim.studies import predict_details as details
+from npusim.studies import predict_sections as sections
+from npusim.studies.predict_blocks import Num
+from npusim.studies.predict_figures import figures
+
+CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips side by side, "
+                          "each bar stacked by kernel",
+            "totals.png": "Each chip's total on the calls all chips run, by kernel",
+            "roofline.png": "Each call against the chip's roofline, labelled with its note"}
 
 
-def _us(x: float) -> str:
-    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} us"
-
-
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}{'' if k == 1 else 's'}"
-
-
-def headline(result: dict) -> list:
-    """A line per chip (its total; under it, the total's error band), then the speedup."""
-    chips, totals = result["chips"], result["totals"]
-    lines = []
-    for c in chips:
-        lines.append(f"- **{c}**: {_us(totals[c]['total_us'])} over "
-                     f"{_n(totals[c]['calls'], 'call')}"
-                     + (f" ({_n(len(totals[c]['missing']), 'call')} not run, see below)"
-                        if totals[c]["missing"] else ""))
-        if totals[c]["calls"]:
-            lines.append(f"  - error band: {totals[c]['band']['text']}")
-    if len(chips) == 2 and all(totals[c]["common_us"] for c in chips):
-        a, b = chips
-        ratio = totals[a]["common_us"] / totals[b]["common_us"]
-        fast, slow = (b, a) if ratio >= 1 else (a, b)
-        lines.append(f"- **{fast}** is {max(ratio, 1 / ratio):.2f}x as fast as {slow} on the "
-                     f"{len(totals['common_calls'])} calls both run.")
-    return lines
-
-
-def call_table(result: dict, chip: str) -> tuple[list, list]:
-    head = ["call", "op", "shape", "dtype", "count", "time", "band", "x count", "share",
-            "bound", "of roofline", "busiest pipe", "peak buffer"]
-    rows = []
-    for r in result["rows"]:
-        if r["chip"] != chip:
-            continue
-        if r["status"] != "ok":
-            rows.append([str(r["call"]), r["op"], r["shape"], r["dtype"], str(r["count"]),
-                         r["status"], "-", "-", "-", "-", "-", "-", "-"])
-            continue
-        pipe, share = r["busiest"]
-        peak = max((r["peak_bytes"] or {}).items(), key=lambda kv: kv[1], default=("-", 0))
-        rows.append([str(r["call"]), r["op"], r["shape"], r["dtype"], str(r["count"]),
-                     _us(r["time_us"]), band_cell(r["band"]), _us(r["total_us"]),
-                     f"{r['share']:.1%}", r["bound"],
-                     f"{r['roofline_ratio']:.0%}", f"{pipe} {share:.0%}",
-                     f"{peak[0]} {peak[1] / 1024:.0f} KiB"])
-    return head, rows
-
-
-def notes(result: dict) -> list:
-    lines = []
-    for r in result["rows"]:
-        label = f"call {r['call']} ({r['op']} {r['shape']}{', ' + r['note'] if r['note'] else ''})"
-        if r["status"] == "ok":
-            flag = check(r["chip"], r["roofline"], r["roofline_ratio"], r["bytes"])
-            lines.append(f"- {r['chip']}, {label}: {r['why']}"
-                         + (f" Fidelity: {flag}." if flag else ""))
-        else:
-            lines.append(f"- {r['chip']}, {label}: {r['status']}: {r['why']}")
-    return lines
-
-
-def markdown(result: dict, figures: dict) -> str:
-    wl = result["workload"]
-    out = [f"# Prediction: {wl.name}", "", wl.description, "", "## Totals", "",
-           *headline(result), ""]
+def blocks(result: dict) -> list:
+    out = [*sections.title(result), *sections.scope(result), *sections.headline(result)]
+    out += [("figure", "layers.png", CAPTIONS["layers.png"]), *sections.comparison(result),
+            ("h2", "The workload"), ("p", result["workload"].description)]
+    out += [*details.by_kernel(result), ("figure", "totals.png", CAPTIONS["totals.png"]),
+            *details.by_limit(result), *details.how_sure(result),
+            *sections.not_modelled(result), *details.excluded_table(result)]
     for chip in result["chips"]:
-        head, rows = call_table(result, chip)
-        out += [f"## {chip}", "", "| " + " | ".join(head) + " |",
-                "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows), ""]
-    out += ["## What limits each call", "", *notes(result), "", "## Figures", ""]
-    out += [f"![{name}]({name})" for name in figures]
-    out += ["", "Times are simulated device time (npusim's model); the host's launch time "
-            "between kernels is not included. A band is the worst error of the validation "
-            "table's rows of the same operator on the same chip model (npusim validate), not "
-            "a statistical interval; \"no row\": no row covers that kind.", ""]
-    return "\n".join(out)
-
-
-def _table_html(head, rows) -> str:
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def page(result: dict, figures: dict) -> str:
-    """The standalone HTML: no link, script or image leaves the file."""
-    wl = result["workload"]
-    parts = [f"<h1>Prediction: {html.escape(wl.name)}</h1>",
-             f"<p>{html.escape(wl.description)}</p>", "<h2>Totals</h2><ul>"]
-    parts += [f"<li>{html.escape(line.strip()[2:].replace('**', ''))}</li>"
-              for line in headline(result)]
-    parts.append("</ul>")
-    for chip in result["chips"]:
-        parts += [f"<h2>{html.escape(chip)}</h2>", _table_html(*call_table(result, chip))]
-    parts += ["<h2>What limits each call</h2><ul>"]
-    parts += [f"<li>{html.escape(line[2:])}</li>" for line in notes(result)]
-    parts += ["</ul><h2>Figures</h2>"]
-    for name, png in figures.items():
-        data = base64.b64encode(png).decode()
-        parts.append(f'<figure><img alt="{html.escape(name)}" '
-                     f'src="data:image/png;base64,{data}"><figcaption>{html.escape(name)}'
-                     "</figcaption></figure>")
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px;text-align:right}img{max-width:100%}")
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>npusim prediction: {html.escape(wl.name)}</title><style>{style}</style>"
-            "</head><body>" + "".join(parts) + "</body></html>\n")
-
-
-def figures(result: dict) -> dict:
-    """{file name: PNG bytes}: the stacked totals and the roofline plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = {}
-    for name, draw in (("totals.png", _stacked), ("roofline.png", _roofline)):
-        fig = draw(plt, result)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110)
-        plt.close(fig)
-        out[name] = buf.getvalue()
+        out += [*details.chip_table(result, chip), *details.kernel_table(result, chip)]
+    out += [("figure", "roofline.png", CAPTIONS["roofline.png"]), *details.flags(result),
+            *details.method(result)]
     return out
 
 
-def _stacked(plt, result):
-    chips = result["chips"]
-    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.8 * len(chips)))
-    calls = sorted({r["call"] for r in result["rows"]})
-    cmap = plt.get_cmap("tab20")
-    for y, chip in enumerate(chips):
-        left = 0.0
-        for k, call in enumerate(calls):
-            r = next(r for r in result["rows"] if r["chip"] == chip and r["call"] == call)
-            if r["status"] != "ok":
-                continue
-            ax.barh(y, r["total_us"] / 1000, left=left, color=cmap(k % 20),
-                    label=f"{call} {r['op']}" if y == 0 else None)
-            left += r["total_us"] / 1000
-    ax.set_yticks(range(len(chips)), chips)
-    ax.set_xlabel("predicted time of the step (ms), stacked by call")
-    if len(calls) <= 12 and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
+def notes(result: dict) -> list:
+    """The fidelity rule's lines, one a flagged call and chip, as markdown bullets."""
+    return [f"- {line}" for line in details.flag_lines(result)]
 
 
-def _roofline(plt, result):
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for k, chip in enumerate(result["chips"]):
-        c = load_chip(chip)
-        peak, bw = c.peak_flops("float16") / 1e12, c.hbm_bytes_per_s / 1e12
-        xs = [2.0 ** e for e in range(-4, 12)]
-        ax.plot(xs, [min(peak, bw * x) for x in xs], color=f"C{k}", lw=1,
-                label=f"{chip} roofline (fp16 cube, {c.memory_kind})")
-        for r in result["rows"]:
-            if r["chip"] == chip and r["status"] == "ok" and r["bytes"] and r["flops"]:
-                ax.scatter(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6,
-                           color=f"C{k}", s=16)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop / GM byte)")
-    ax.set_ylabel("achieved TFLOPS")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+def text_lines(result: dict) -> list:
+    """What the command prints: the scope, the formats and the headline, as plain lines."""
+    lines = []
+    for b in [*sections.scope(result), *sections.headline(result)]:
+        if b[0] == "ul":
+            lines += [f"- {x}" for x in b[1]]
+        elif b[0] == "table":
+            lines += ["  ".join(b[2]), *("  ".join(str(c) for c in row) for row in b[3])]
+        elif b[0] == "p":
+            lines.append(b[1])
+    return lines
+
+
+def markdown(result: dict) -> str:
+    out = []
+    for b in blocks(result):
+        kind = b[0]
+        if kind in ("h1", "h2"):
+            out += ["#" * int(kind[1]) + " " + b[1], ""]
+        elif kind == "p":
+            out += [b[1], ""]
+        elif kind == "ul":
+            out += [*(f"- {x}" for x in b[1]), ""]
+        elif kind == "table":
+            out += ["| " + " | ".join(b[2]) + " |", "|" + "---|" * len(b[2]),
+                    *("| " + " | ".join(str(c).replace("|", "/") for c in r) + " |"
+                      for r in b[3]), ""]
+        else:
+            out += [f"![{b[2]}]({b[1]})", ""]
+    return "\n".join(out)
+
+
+def _table_html(name, head, rows) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(_cell_html(c) for c in r) + "</tr>" for r in rows)
+    return (f'<table data-name="{html.escape(name)}"><thead><tr>{cells}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def _cell_html(cell) -> str:
+    """A cell: a number right-aligned, text left-aligned."""
+    kind = ' class="num"' if isinstance(cell, Num) else ""
+    return f"<td{kind}>{html.escape(str(cell))}</td>"
+
+
+def _block_html(b, figs: dict) -> str:
+    kind = b[0]
+    if kind in ("h1", "h2", "p"):
+        return f"<{kind}>{html.escape(b[1])}</{kind}>"
+    if kind == "ul":
+        return "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in b[1]) + "</ul>"
+    if kind == "table":
+        return _table_html(*b[1:])
+    data = base64.b64encode(figs[b[1]]).decode()
+    return (f'<figure><img alt="{html.escape(b[2])}" data-name="{html.escape(b[1])}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{html.escape(b[2])}'
+            "</figcaption></figure>")
+
+
+def page(result: dict, figs: dict) -> str:
+    """The standalone HTML: no link, script or image leaves the file."""
+    style = ("body{font-family:sans-serif;max-width:1200px;margin:1.5em auto;color:#222}"
+             "table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px "
+             "solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+             "td.num{text-align:right;white-space:nowrap}"
+             "img{max-width:100%}h1{font-size:1.5em}")
+    body = "".join(_block_html(b, figs) for b in blocks(result))
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>npusim prediction: {html.escape(result['workload'].name)}</title>"
+            f"<link rel=\"icon\" href=\"data:,\"><style>{style}</style></head><body>{body}"
+            "</body></html>\n")
 
 
 def to_json(result: dict) -> str:
     wl = result["workload"]
-    data = {"workload": wl.name, "description": wl.description, "chips": result["chips"],
-            "totals": result["totals"], "rows": result["rows"]}
+    data = {"workload": wl.name, "description": wl.description, "batch": wl.batch,
+            "batch_unit": wl.batch_unit, "formats": wl.formats, "chips": result["chips"],
+            "chip_specs": result["chip_specs"], "common_calls": result["common_calls"],
+            "totals": result["totals"], "excluded": result["excluded"],
+            "groups": result["groups"], "coverage": result["coverage"],
+            "backing": result["backing"], "rows": result["rows"],
+            "tables": {b[1]: {"head": b[2], "rows": [[_plain(c) for c in r] for r in b[3]]}
+                       for b in blocks(result) if b[0] == "table"},
+            "text": [b[1] for b in blocks(result) if b[0] in ("p", "ul")]}
     return json.dumps(data, indent=1, default=str) + "\n"
 
 
+def _plain(cell):
+    return {"value": cell.value, "unit": cell.unit, "text": cell.text} \
+        if isinstance(cell, Num) else cell
+
+
+def to_csv(result: dict) -> str:
+    """Every table cell the report shows, one a line: table, row (its first cells), column,
+    the text shown, and for a number its value and unit."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["table", "row", "column", "text", "value", "unit"])
+    for b in blocks(result):
+        if b[0] != "table":
+            continue
+        for r in b[3]:
+            key = " ".join(str(c) for c in r[:2])
+            for head, cell in zip(b[2], r, strict=True):
+                value, unit = (cell.value, cell.unit) if isinstance(cell, Num) else ("", "")
+                w.writerow([b[1], key, head, str(cell), value, unit])
+    return buf.getvalue()
+
+
 def write_report(result: dict, out) -> list:
-    """report.md, report.html, report.json and the figures into ``out`` (an OutputDir)."""
+    """report.md, report.html, report.json, report.csv and the figures into ``out``."""
     figs = figures(result)
     for name, png in figs.items():
         with open(out.file(name), "wb") as f:
             f.write(png)
-    with open(out.file("report.md"), "w") as f:
-        f.write(markdown(result, figs))
-    with open(out.file("report.html"), "w") as f:
-        f.write(page(result, figs))
-    with open(out.file("report.json"), "w") as f:
-        f.write(to_json(result))
-    return ["report.md", "report.html", "report.json", *figs]
+    texts = {"report.md": markdown(result), "report.html": page(result, figs),
+             "report.json": to_json(result), "report.csv": to_csv(result)}
+    for name, text in texts.items():
+        with open(out.file(name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return [*texts, *figs]
