@@ -81,6 +81,27 @@ def test_a_run_without_trace_says_what_the_path_needs():
         _silu(jitter=(1, 50.0)).critical_path()
 
 
+@pytest.mark.parametrize("chip_name", ["atlas-a2", "atlas-training"])
+def test_trace_path_keeps_each_kernels_path_and_no_records(chip_name):
+    """trace="path" (what npusim predict runs): the same cycles and the same path, kernel by
+    kernel, as a traced run, with no records kept; the what-ifs, which need the graphs, say so."""
+    from npusim.cases.run import run_case
+
+    case = CASES["convolution_backward"]
+    full, kept = (run_case(case, chip_name, case.default_shape, case.dtypes[0],
+                           case.parse_params({}), trace=trace, numerics=False,
+                           check=False).result for trace in (True, "path"))
+    assert kept.cycles == full.cycles and kept.tracer is None and not kept.parts
+    a, b = full.critical_path(), kept.critical_path()
+    assert [(k.name, k.cycles, dict(k.by_what)) for k in b.kernels] == [
+        (k.name, k.cycles, dict(k.by_what)) for k in a.kernels]
+    with pytest.raises(NpusimError, match="what-ifs .* trace=True"):
+        kept.explain()
+    assert "critical path" in str(kept.explain(what_ifs=False))
+    with pytest.raises(NpusimError, match="trace = 'all': allowed True, False or 'path'"):
+        _silu(trace="all")
+
+
 @pytest.mark.parametrize("bad", [0, -2.0, "fast", True])
 def test_a_speedup_must_be_a_positive_number(bad):
     with pytest.raises(ChipModelError, match="allowed a number > 0"):

@@ -92,29 +92,44 @@ def scenarios(by_what) -> list:
 def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
     """The critical path of ``result`` (see the module docstring); with ``with_what_ifs``
     each kernel's graph is also re-timed for its ``scenarios`` before it is dropped (one
-    kernel's graph in memory at a time)."""
+    kernel's graph in memory at a time). An operator run with ``trace="path"`` took each
+    kernel's share as the kernel ended and kept no records: its path is returned as taken,
+    and the what-ifs, which re-time the graphs, need a run with ``trace=True``."""
+    kept = getattr(result, "kernel_paths", None)
+    if kept is not None:
+        if with_what_ifs:
+            raise NpusimError("the what-ifs re-time each kernel's dependency graph: they need "
+                              "a run with trace=True (this one, trace='path', kept only each "
+                              "kernel's critical path)")
+        return CriticalPath(result.cycles, list(kept))
     out = CriticalPath(result.cycles)
     for name, gap, launch, run in kernel_runs(result):
-        graph = RunGraph(run.tracer, run.chip)
-        path = kernel_path(graph)
-        by = path.by_what()
-        ends = {label: retime(graph, scale, hbm).run_end
-                for label, scale, hbm in scenarios(by)} if with_what_ifs else {}
-        del graph
-        if gap:
-            by["stream gap"] += gap
-        if launch:
-            by["launch"] += launch
-        rounding = run.cycles - path.length
-        if not -1e-6 <= rounding < 1:
-            raise NpusimError(f"kernel {name}: its dependency graph gives {path.length:.3f} "
-                              f"cycles, the run {run.cycles}: the graph cannot re-time a run "
-                              "made with jitter")
-        if rounding > 1e-9:
-            by["rounding"] += rounding
-        out.kernels.append(KernelShare(name, gap + launch + run.cycles, by, path.edges, path,
-                                       path.length, ends))
+        out.kernels.append(kernel_share(name, gap, launch, run, with_what_ifs))
     return out
+
+
+def kernel_share(name: str, gap: int, launch: int, run, with_what_ifs: bool = False):
+    """One kernel's KernelShare from its timed, traced ``run``: its path's cycles by what, plus
+    the stream gap before it and its launch."""
+    graph = RunGraph(run.tracer, run.chip)
+    path = kernel_path(graph)
+    by = path.by_what()
+    ends = {label: retime(graph, scale, hbm).run_end
+            for label, scale, hbm in scenarios(by)} if with_what_ifs else {}
+    del graph
+    if gap:
+        by["stream gap"] += gap
+    if launch:
+        by["launch"] += launch
+    rounding = run.cycles - path.length
+    if not -1e-6 <= rounding < 1:
+        raise NpusimError(f"kernel {name}: its dependency graph gives {path.length:.3f} "
+                          f"cycles, the run {run.cycles}: the graph cannot re-time a run "
+                          "made with jitter")
+    if rounding > 1e-9:
+        by["rounding"] += rounding
+    return KernelShare(name, gap + launch + run.cycles, by, path.edges, path, path.length,
+                       ends)
 
 
 @dataclass

@@ -133,9 +133,12 @@ def check_options(*, mode, numerics, trace, sanitize, jitter) -> None:
     """NpusimError for a run option of the wrong kind, naming the value and what is allowed."""
     if mode not in MODES:
         raise NpusimError(f"mode {mode!r}: allowed {', '.join(MODES)}")
-    for name, value in (("numerics", numerics), ("trace", trace), ("sanitize", sanitize)):
+    for name, value in (("numerics", numerics), ("sanitize", sanitize)):
         if not isinstance(value, bool | np.bool_):
             raise NpusimError(f"{name} = {value!r}: allowed True or False")
+    if not (isinstance(trace, bool | np.bool_) or (isinstance(trace, str) and trace == "path")):
+        raise NpusimError(f"trace = {trace!r}: allowed True, False or 'path' (an operator run "
+                          "keeps each kernel's critical path, not its records)")
     if jitter is None:
         return
     ok = isinstance(jitter, tuple | list) and len(jitter) == 2 and all(
@@ -164,7 +167,9 @@ def launch(kernel_cls, **options) -> Result:
     outputs: {name: (GlobalTensor, shape)}, read back into ``Result.outputs[name]``.
     mode: "timed" (the SimPy run, with cycles) or "functional" (program order, no time).
     numerics: False times the run without computing values (not for ``reads_data`` kernels).
-    trace: keep each instruction's record (figures, ``line_trace``, ``explain``).
+    trace: keep each instruction's record (figures, ``line_trace``, ``explain``); "path"
+        is the same as True here (an operator run with "path" keeps only each kernel's
+        critical path, ``npusim/engine/sequence.py``).
     sanitize: raise ``HazardError`` on unordered accesses, ``DeadlockError`` on a wait whose
         set never comes.
     jitter: None, or (seed, max_cycles) of random extra latency; outputs must not change.

@@ -26,6 +26,8 @@ class Result:
     stats: dict = field(default_factory=dict)
     tracer: object = None
     parts: list = field(default_factory=list, repr=False)   # an operator's KernelRuns
+    # trace="path": each kernel's critical-path share, taken as it ended (no records kept)
+    kernel_paths: list | None = field(default=None, repr=False)
 
     def critical_path(self):
         """The run's critical path (``npusim/engine/explain.py``): per kernel, its cycles

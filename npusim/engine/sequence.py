@@ -76,8 +76,12 @@ class OpRun:
                       jitter=jitter)
         self.gm = GlobalMemory(self.chip.hbm_bytes, self.chip.name)
         self.mode, self.numerics = mode, numerics
-        self.options = dict(trace=trace, sanitize=sanitize, jitter=jitter)
+        # trace="path": each kernel is traced, its critical-path share taken as it ends and its
+        # records dropped, so the run holds one kernel's trace at a time (npusim predict)
+        self.path_only = isinstance(trace, str) and mode == "timed"
+        self.options = dict(trace=bool(trace), sanitize=sanitize, jitter=jitter)
         self.parts: list[KernelRun] = []
+        self.kernel_paths: list = []
 
     def launch(self, kernel_cls, *, block_dim: int, args: dict, name: str = "",
                op_type: str = "", impl: str = "ascendc") -> Result:
@@ -102,7 +106,19 @@ class OpRun:
             start_cycles(self.chip, block_dim, impl) if timed else 0,
             self.chip.kernel_gap_cycles if timed and self.parts else 0,
             len(words) * WORD_BYTES, impl))
+        if self.path_only:
+            self._keep_path_only(self.parts[-1])
         return result
+
+    def _keep_path_only(self, part: KernelRun) -> None:
+        """Take the kernel's critical-path share now and drop its records."""
+        from npusim.engine.explain import kernel_share
+        from npusim.engine.gc_pause import gc_paused
+
+        with gc_paused():
+            self.kernel_paths.append(kernel_share(part.name, part.wait_cycles,
+                                                  part.launch_cycles, part.result))
+        part.result.tracer = None
 
     def result(self, outputs: dict, *, tiling=None, workspace_bytes: int = 0) -> Result:
         """The operator's Result. ``outputs`` maps each aclnn output name to
@@ -127,10 +143,11 @@ class OpRun:
             stats = merge_stats(self.parts, cycles, tracer)
         return Result(outputs=read, cycles=cycles, chip=self.chip, mode=self.mode, tiling=tiling,
                       workspace_bytes=workspace_bytes, stats=stats, tracer=tracer,
-                      parts=list(self.parts) if tracer is not None else [])
+                      parts=list(self.parts) if tracer is not None else [],
+                      kernel_paths=list(self.kernel_paths) if self.path_only else None)
 
     def _merged_tracer(self):
-        if self.mode != "timed" or not self.options["trace"]:
+        if self.mode != "timed" or not self.options["trace"] or self.path_only:
             return None
         return LazyTracer(partial(_merge_traces, list(self.parts)))   # picklable, unlike a lambda
 
