@@ -95,13 +95,12 @@ def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
     kernel's graph in memory at a time). An operator run with ``trace="path"`` took each
     kernel's share as the kernel ended and kept no records: its path is returned as taken,
     and the what-ifs, which re-time the graphs, need a run with ``trace=True``."""
-    kept = getattr(result, "kernel_paths", None)
-    if kept is not None:
+    if result.kernel_paths is not None:
         if with_what_ifs:
             raise NpusimError("the what-ifs re-time each kernel's dependency graph: they need "
                               "a run with trace=True (this one, trace='path', kept only each "
                               "kernel's critical path)")
-        return CriticalPath(result.cycles, list(kept))
+        return CriticalPath(result.cycles, list(result.kernel_paths))
     out = CriticalPath(result.cycles)
     for name, gap, launch, run in kernel_runs(result):
         out.kernels.append(kernel_share(name, gap, launch, run, with_what_ifs))

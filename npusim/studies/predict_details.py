@@ -9,13 +9,7 @@ from npusim.studies.predict_blocks import Num, call_list, column, n, pct, time_n
 
 def by_kernel(result: dict) -> list:
     """The compared calls' time by kernel type, a column pair per chip."""
-    chips, totals = result["chips"], result["totals"]
-    names = list(dict.fromkeys(k for c in chips for k in totals[c]["by_kernel"]))
-    head = ["kernel", *(f"{column(c, result['batch'])} {w}" for c in chips
-                        for w in ("time", "share"))]
-    rows = [[name, *(x for c in chips for x in _pair(totals[c]["by_kernel"].get(name, 0.0),
-                                                      totals[c]["total_us"]))]
-            for name in names]
+    head, rows = _share_table(result, "by_kernel", "kernel")
     return [("h2", "Where the time goes"),
             ("p", "By kernel (the operator's kernels as msprof names them, from each run's "
                   "stats; a kernel's time includes the stream's gap before it; TransData "
@@ -25,6 +19,18 @@ def by_kernel(result: dict) -> list:
             ("table", "by_kernel", head, rows)]
 
 
+def _share_table(result: dict, key: str, first: str) -> tuple:
+    """(head, rows): each name under ``totals[chip][key]``, its time and share per chip."""
+    chips, totals = result["chips"], result["totals"]
+    names = list(dict.fromkeys(k for c in chips for k in totals[c][key]))
+    head = [first, *(f"{column(c, result['batch'])} {w}" for c in chips
+                     for w in ("time", "share"))]
+    rows = [[name, *(x for c in chips for x in _pair(totals[c][key].get(name, 0.0),
+                                                      totals[c]["total_us"]))]
+            for name in names]
+    return head, rows
+
+
 def _pair(x: float, whole: float) -> list:
     return [time_num(x), pct(x / whole if whole else 0.0)]
 
@@ -32,12 +38,7 @@ def _pair(x: float, whole: float) -> list:
 def by_limit(result: dict) -> list:
     """The compared calls' critical paths, summed: each pipe's work and each kind of wait."""
     chips, totals = result["chips"], result["totals"]
-    names = list(dict.fromkeys(k for c in chips for k in totals[c]["by_limit"]))
-    head = ["on the critical path", *(f"{column(c, result['batch'])} {w}" for c in chips
-                                      for w in ("time", "share"))]
-    rows = [[name, *(x for c in chips for x in _pair(totals[c]["by_limit"].get(name, 0.0),
-                                                      totals[c]["total_us"]))]
-            for name in names]
+    head, rows = _share_table(result, "by_limit", "on the critical path")
     lines = [f"{c}: " + "; ".join(f"{g['limit']} holds {call_list(g['calls'])} "
                                   f"({us(g['us'])}, {g['us'] / totals[c]['total_us']:.0%})"
                                   for g in result["groups"][c]) for c in chips

@@ -63,17 +63,16 @@ def _label(fig, ax, points: list, groups: list) -> list:
         first = points[group[0]]
         where = (first.measured_us, first.predicted_us)
         text = ", ".join(str(points[i].number) for i in group)
+        note = ax.annotate(text, where, fontsize=7, xytext=(4, 2),
+                           textcoords="offset points")
         for step in range(40):
-            offset = (4, 2 - 8 * step)
-            note = ax.annotate(text, where, fontsize=7, xytext=offset,
-                               textcoords="offset points")
+            note.xyann = (4, 2 - 8 * step)
             box = note.get_window_extent(renderer)
-            if step == 39 or not any(box.overlaps(other) for other in placed):
+            if not any(box.overlaps(other) for other in placed):
                 break
+        if step:   # moved: drawn again with its line (an annotation's arrow is made with it)
             note.remove()
-        if step:
-            note.remove()
-            ax.annotate(text, where, fontsize=7, xytext=offset, textcoords="offset points",
+            ax.annotate(text, where, fontsize=7, xytext=note.xyann, textcoords="offset points",
                         arrowprops=dict(arrowstyle="-", lw=0.4, color="grey"))
         placed.append(box)
     return placed
