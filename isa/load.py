@@ -27,7 +27,9 @@ for are written; the padding of the last fractals keeps its bytes.
 
 Costs (PERF-LOAD, hardware.md 2.2): head ``load2d_startup_cycles`` / ``load3d_startup_cycles``,
 body bytes written / ``l1_to_l0a_bytes_per_cycle`` or ``l1_to_l0b_bytes_per_cycle`` (2D) or
-``load3d_bytes_per_cycle`` (3D; whole 512-byte fractals).
+``load3d_bytes_per_cycle`` / ``load3d_l0b_bytes_per_cycle`` (3D to L0A / L0B; whole 512-byte
+fractals; PERF-LOAD gives a range for each, 32-256 and 28.4-128 B/cycle, without saying what
+selects the rate, so one rate per destination is taken).
 
 Not modelled: GM -> L0A/L0B and GM -> L1 LoadData, LoadDataWithTranspose, load3d v1 (the Atlas
 training instruction: the same img2col with another parameter encoding, so npusim accepts v2 on
@@ -353,7 +355,9 @@ class LoadData3D(Instr):
         return chip.load3d_startup_cycles
 
     def body(self, chip) -> float:
-        return self.dst_bytes / chip.load3d_bytes_per_cycle
+        rate = chip.load3d_l0b_bytes_per_cycle if self.dst.kind == "L0B" else \
+            chip.load3d_bytes_per_cycle
+        return self.dst_bytes / rate
 
     def _index_args(self) -> tuple:
         return (self.c0, self.c1, self.fh, self.fw, self.l1_h, self.l1_w, self.wo,

@@ -4,8 +4,11 @@ Defaults follow the A2 Ascend C tiling (kernels.md §2(e)): base block baseM = 1
 baseK = 128 / sizeof(dtype) (so 2·baseM·baseK and 2·baseN·baseK bytes fit L0A / L0B double
 buffered), A1/B1 double buffered in L1 with chunks sized to fill it; dx tasks (n, group, depth,
 M block, N block) over the cube cores without splitting K (dx is deterministic); dw blocks over
-the cores, and when there are fewer blocks than cores, K (the (n, depth) slices) split into
-``dw_k_parts`` whose partial sums are atomically added in GM (CANN's default), or, with
+the cores with K (the (n, depth) slices) split into ``dw_k_parts``, the split that leaves the
+busiest core the fewest (block, slice) pairs, fewest parts on a tie: CANN's dw tiling splits
+the reduction (batchDim over batch·Do, kDim over Ho·Wo) together with M and N to fill the
+cores (the 24-core tilings in ops-nn's Conv3DBackpropFilterV2 tiling tests: kDim 6 x nDim 4,
+kDim 8 x nDim 3, batchDim 3 x kDim 8), partial sums atomically added in GM; or, with
 ``deterministic``, written to one slot each and summed in a fixed order by vector cores (inside
 the mixed dw kernel on Atlas A2, where each K part of a block runs on its own cube core:
 ``dw_block_dim`` >= ``dw_k_parts``; a vector kernel of its own elsewhere).
@@ -267,10 +270,21 @@ def _derive_dw(chip, t, p, c0, item, fixed) -> ConvBackwardTiling:
     if "dw_k_parts" not in fixed:
         cores = t.dw_block_dim if "dw_block_dim" in fixed and t.deterministic and \
             chip.separated else chip.ai_core_count   # the mixed dw: a core per K part
-        t = _replace(t, dw_k_parts=max(1, min(slices, cores // max(blocks, 1))))
+        parts = max(1, min(slices, cores // max(blocks, 1)))
+        if not t.deterministic:
+            parts = _balanced_parts(blocks, slices, cores)
+        t = _replace(t, dw_k_parts=parts)
     if "dw_block_dim" not in fixed:
         t = _replace(t, dw_block_dim=max(1, min(chip.ai_core_count, blocks * t.dw_k_parts)))
     return t
+
+
+def _balanced_parts(blocks: int, slices: int, cores: int) -> int:
+    """K parts of the dw split: the fewest that leave the busiest core the fewest (block,
+    slice) pairs when blocks x parts tasks go round-robin over the cores."""
+    def busiest(parts):
+        return ceil_div(blocks * parts, cores) * ceil_div(slices, parts)
+    return min(range(1, max(1, min(slices, cores)) + 1), key=lambda k: (busiest(k), k))
 
 
 def _dw_kh_top(p) -> int:

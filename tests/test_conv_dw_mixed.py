@@ -138,33 +138,49 @@ def test_mixed_dw_bits_do_not_depend_on_cores_or_timing():
                                atol=2e-2)
 
 
-def slot_conflicts(k, ws) -> int:
-    """Pairs of accesses to the same bytes of the partials' workspace, one a write, that
-    overlap in time (the sanitizer watches on-chip buffers only; GM is checked here)."""
+def slot_accesses(k, ws) -> list:
+    """(start, end, is write, GM span) of every access to the partials' workspace."""
     lo, hi = ws.addr, ws.addr + ws.size * 4
     acc = [(rec[4], rec[5], rec[2].gm_write, rec[2].gm_span()) for rec in k.tracer.records
            if getattr(rec[2], "touches_gm", False)]
     acc = [a for a in acc if a[3][0] < hi and lo < a[3][1]]
     assert any(a[2] for a in acc) and not all(a[2] for a in acc)
+    return acc
+
+
+def slot_conflicts(k, ws) -> int:
+    """Pairs of accesses to the same bytes of the partials' workspace, one a write, that
+    overlap in time (the sanitizer watches on-chip buffers only; GM is checked here)."""
+    acc = slot_accesses(k, ws)
     return sum(1 for i, a in enumerate(acc) for b in acc[i + 1:]
                if (a[2] or b[2]) and a[3][0] < b[3][1] and b[3][0] < a[3][1]
                and a[0] < b[1] and b[0] < a[1])
+
+
+def stale_reads(k, ws) -> int:
+    """Reads of workspace bytes no write had finished with before the read began."""
+    acc = slot_accesses(k, ws)
+    writes = [a for a in acc if a[2]]
+    return sum(1 for r in acc if not r[2] and not any(
+        w[1] <= r[0] and w[3][0] < r[3][1] and r[3][0] < w[3][1] for w in writes))
 
 
 @pytest.mark.parametrize("jitter", [None, (5, 60.0)])
 def test_mixed_dw_slot_writes_and_reads_never_overlap(kernels, jitter):
     det2d(jitter=jitter)
     assert slot_conflicts(*kernels["Conv3DBackpropFilterV2"]) == 0
+    assert stale_reads(*kernels["Conv3DBackpropFilterV2"]) == 0
 
 
 def test_mixed_dw_without_its_barriers_races(kernels, monkeypatch):
-    """Without the phase barriers the vector cores read slots while the cube cores write
-    them, and gradWeight comes out wrong."""
+    """Without the phase barriers the vector cores read slots while, or before, the cube
+    cores write them, and gradWeight comes out wrong."""
     good, _ = det2d()
     mixed = importlib.import_module("npusim.ops.conv_dw_mixed")
     monkeypatch.setattr(mixed, "sync_all", lambda: None)
     bad, _ = det2d()
-    assert slot_conflicts(*kernels["Conv3DBackpropFilterV2"]) > 0
+    k = kernels["Conv3DBackpropFilterV2"]
+    assert slot_conflicts(*k) + stale_reads(*k) > 0
     assert not np.array_equal(bad.outputs["gradWeight"], good.outputs["gradWeight"])
 
 

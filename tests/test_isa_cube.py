@@ -505,6 +505,10 @@ def test_load_costs():
                     channel_size=32, k_extension=32, m_extension=40)
     assert l3.moved_bytes() == 3 * 2 * 512
     assert (l3.head(A2), l3.body(A2)) == (50, 3 * 2 * 512 / A2.load3d_bytes_per_cycle)
+    l3b = LoadData3D(dst=core.t("L0B", 0, np.float16, 1), src=src, l1_h=8, l1_w=8,
+                     channel_size=32, k_extension=32, m_extension=40)
+    assert l3b.body(A2) == 3 * 2 * 512 / A2.load3d_l0b_bytes_per_cycle
+    assert A2.load3d_l0b_bytes_per_cycle != A2.load3d_bytes_per_cycle   # each its own rate
 
 
 def test_fixpipe_and_move_costs():
