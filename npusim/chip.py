@@ -71,6 +71,9 @@ SCHEMA: dict[str, dict[str, type]] = {
 }
 # Keys a model may leave out: the value of the chips that predate the key.
 OPTIONAL = {"memory_kind": "HBM", "has_inter_core_sync": True}
+# Keys a model may leave out that then take another key's value (what the chips before them
+# charged); the other key's source covers them.
+SAME_AS = {"load3d_l0b_bytes_per_cycle": "load3d_bytes_per_cycle"}
 MEMORY_KINDS = ("HBM", "LPDDR4X")
 NON_NEGATIVE = {"aiv_per_ai_core", "gm_latency_cycles", "head_cycles", "b32_cycles_per_fractal",
                 "l0c_to_gm_bytes_per_cycle", "fixpipe_startup_cycles",
@@ -241,10 +244,10 @@ def _flatten(path: str, raw: dict) -> dict:
                 raise ChipModelError(f"{path}: unknown key {section}.{key}; "
                                      f"allowed: {', '.join(keys)}")
         for key, typ in keys.items():
-            if key not in table and key not in OPTIONAL:
+            if key not in table and key not in OPTIONAL and SAME_AS.get(key) not in table:
                 raise ChipModelError(f"{path}: missing key {section}.{key}")
-            values[key] = _typed(path, f"{section}.{key}", table.get(key, OPTIONAL.get(key)),
-                                 typ)
+            default = table.get(SAME_AS[key]) if key in SAME_AS else OPTIONAL.get(key)
+            values[key] = _typed(path, f"{section}.{key}", table.get(key, default), typ)
     return values
 
 
@@ -284,8 +287,9 @@ def _check_sources(path: str, raw: dict, sources: dict) -> None:
             raise ChipModelError(f"{path}: sources.{key} must be a non-empty string")
     for section, keys in SCHEMA.items():
         for key, typ in keys.items():
+            left_out = key in SAME_AS and key not in raw.get(section, {})
             if typ in (int, float, dict) and f"{section}.{key}" not in sources \
-                    and section not in sources:
+                    and section not in sources and not left_out:
                 raise ChipModelError(f"{path}: {section}.{key} has no entry in [sources]; "
                                      "name its hardware.md source or say 'assumed'")
 

@@ -11,6 +11,8 @@ import pytest
 from test_op_convolution_backward import make_case
 
 from npusim import load_chip, ops
+from npusim.chip import models_dir
+from npusim.errors import ChipModelError
 
 A2S = ("atlas-a2", "atlas-a2-910b1", "atlas-a2-910b3", "atlas-a2-910b4")
 
@@ -40,3 +42,21 @@ def test_large_kernel_img2col_is_charged_per_output_byte(chip):
         got[k] = (r.stats["bytes_by_path"]["L1->L0A (img2col)"], mte1)
     assert got[5][0] == 25 * got[1][0] == 25 * 256 * 16 * 2
     assert got[5][1] >= got[5][0] / c.load3d_bytes_per_cycle
+
+
+def test_a_model_written_before_the_l0b_rate_charges_its_l0a_rate(tmp_path):
+    """A chip file without ``load3d_l0b_bytes_per_cycle`` (written before the key) loads, with
+    L0B img2col at its one Load3D rate, as npusim charged then; without either rate it is an
+    error naming the missing key."""
+    text = (models_dir() / "atlas-a2.toml").read_text()
+    old = "\n".join(line for line in text.splitlines()
+                    if not line.lstrip('"').startswith(("load3d_l0b", "mte.load3d_l0b")))
+    assert "load3d_l0b" not in old
+    path = tmp_path / "old.toml"
+    path.write_text(old)
+    c = load_chip(path)
+    assert c.load3d_l0b_bytes_per_cycle == c.load3d_bytes_per_cycle == 128
+    path.write_text("\n".join(line for line in old.splitlines()
+                              if not line.startswith("load3d_bytes_per_cycle")))
+    with pytest.raises(ChipModelError, match="missing key mte.load3d_bytes_per_cycle"):
+        load_chip(path)
