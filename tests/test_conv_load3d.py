@@ -49,9 +49,9 @@ def test_a_model_written_before_the_l0b_rate_charges_its_l0a_rate(tmp_path):
     L0B img2col at its one Load3D rate, as npusim charged then; without either rate it is an
     error naming the missing key."""
     text = (models_dir() / "atlas-a2.toml").read_text()
-    old = "\n".join(line for line in text.splitlines()
-                    if not line.lstrip('"').startswith(("load3d_l0b", "mte.load3d_l0b")))
-    assert "load3d_l0b" not in old
+    keyed = ("load3d_l0b", "mte.load3d_l0b")   # the value and its source
+    old = "\n".join(line for line in text.splitlines() if not line.lstrip('"').startswith(keyed))
+    assert len(old.splitlines()) == len(text.splitlines()) - 2
     path = tmp_path / "old.toml"
     path.write_text(old)
     c = load_chip(path)
