@@ -10,7 +10,7 @@ from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import TARGETS, fp16_pair
 
 FIGURES = Path(__file__).parent / "figures"
 
@@ -58,19 +58,13 @@ class AxpyKernel(Kernel):
         self.out_z.free_tensor(z)
 
 
-def inputs(length, seed=0):
-    rng = np.random.default_rng(seed)
-    return (rng.uniform(-4, 4, length).astype(np.float16),
-            rng.uniform(-4, 4, length).astype(np.float16))
-
-
 def golden(x, y):
     """What the V pipe computes: each instruction's result rounded to float16."""
     return (x * np.float16(3)).astype(np.float16) + y
 
 
 def run(kernel, length=65536, tile=4096, block_dim=1, chip="atlas-a2", **options):
-    x0, y0 = inputs(length)
+    x0, y0 = fp16_pair(length)
     gm = GlobalMemory()
     x, y = gm.tensor("x", "float16", length, x0), gm.tensor("y", "float16", length, y0)
     z = gm.tensor("z", "float16", length)

@@ -12,7 +12,7 @@ from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, cube, current, d
 from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import TARGETS, matmul_golden
 
 FIGURES = Path(__file__).parent / "figures"
 F = 16      # a fractal is 16 x 16 float16 values: 512 bytes, what the cube takes per step
@@ -103,15 +103,6 @@ class SmallMatmul(Kernel):
         self.q["CO2"].free_tensor(co2)
 
 
-def golden(a, b):
-    """The cube's order: each 16-deep k step summed exactly, rounded to float32, accumulated."""
-    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for lo in range(0, a.shape[1], F):
-        step = a[:, lo:lo + F].astype(np.float64) @ b[lo:lo + F].astype(np.float64)
-        acc = acc + step.astype(np.float32)
-    return acc
-
-
 def run(kernel, chip="atlas-a2", m=64, n=64, k=64, seed=0, block_dim=1):
     rng = np.random.default_rng(seed)
     a0 = rng.uniform(-1, 1, (m, k)).astype(np.float16)
@@ -122,7 +113,7 @@ def run(kernel, chip="atlas-a2", m=64, n=64, k=64, seed=0, block_dim=1):
     r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
                args=dict(a=a, b=b, c=c, m=m, n=n, k=k),
                outputs={"c": (c, (m, n))})
-    return r, golden(a0, b0)
+    return r, matmul_golden(a0, b0)
 
 
 def main():

@@ -54,13 +54,14 @@ def half_difference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def vector_trial(kernel, *, length, tile, block_dim, target, why, chip="atlas-a2"):
-    """Launch a z = f(x, y) exercise kernel ``init(x, y, z, length, tile)``."""
+    """Launch a z = f(x, y) exercise kernel ``init(x, y, z, length, tile)``, or
+    ``init(x, y, z, length)`` when ``tile`` is None (the kernel chooses its own)."""
     x0, y0 = fp16_pair(length)
     gm = GlobalMemory()
     x, y = gm.tensor("x", "float16", length, x0), gm.tensor("y", "float16", length, y0)
     z = gm.tensor("z", "float16", length)
-    r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm,
-               args=dict(x=x, y=y, z=z, length=length, tile=tile),
+    args = dict(x=x, y=y, z=z, length=length) | ({} if tile is None else {"tile": tile})
+    r = launch(kernel, chip=chip, block_dim=block_dim, gm=gm, args=args,
                outputs={"z": (z, (length,))})
     return [Trial(label="", result=r, expected={"z": half_difference(x0, y0)}, target=target,
                   why=why)]
@@ -105,16 +106,10 @@ def vector_flags(kernel) -> list[Trial]:
 
 def vector_own_tile(kernel) -> list[Trial]:
     """A z = (x - y) * 0.5 kernel ``init(x, y, z, length)`` that chooses its own tile."""
-    length = 65536
-    x0, y0 = fp16_pair(length)
-    gm = GlobalMemory()
-    x, y = gm.tensor("x", "float16", length, x0), gm.tensor("y", "float16", length, y0)
-    z = gm.tensor("z", "float16", length)
-    r = launch(kernel, chip="atlas-a2", block_dim=1, gm=gm,
-               args=dict(x=x, y=y, z=z, length=length), outputs={"z": (z, (length,))})
-    return [Trial(label="", result=r, expected={"z": half_difference(x0, y0)}, target=TARGETS[10],
-                  why="MTE2 moves 256 KB in about 4,474 cycles and each copy costs about 100 "
-                      "more: 16 copies or fewer, plus the last tile's compute and store")]
+    return vector_trial(kernel, length=65536, tile=None, block_dim=1, target=TARGETS[10],
+                        why="MTE2 moves 256 KB in about 4,474 cycles and each copy costs "
+                            "about 100 more: 16 copies or fewer, plus the last tile's compute "
+                            "and store")
 
 
 def matmul_golden(a: np.ndarray, b: np.ndarray, k0: int = 16) -> np.ndarray:
