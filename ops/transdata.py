@@ -21,11 +21,13 @@ C0) and dx's ND result back to NCHW (one TransDataTo5HD per 16 positions, repeat
 FRACTAL_Z, dw's fp32 workspace back to the weight) use the Gather path above.
 
 Modelled: the GM traffic (burst-rounded), the UB work of the permutation and the cast, the
-split of pieces over the vector cores. Not modelled: vnchwconv for the Gather-path conversions
-(CANN uses it, with its 32-bit and 8-bit forms, for them too), so their vector cycles are an
-estimate of the same order; the offset tables are read from GM like any constant; the Cast
-CANN runs as its own kernel before TransData is done inside this kernel (one ``TransData``
-row in ``stats["kernels"]``).
+split of pieces over the vector cores (round robin, or a plan's own ``lanes``, one per core, as
+a TIK kernel's tiling splits its loop nest: ``ops/tik_split.py``), and a plan that is
+``serial`` works in one buffer as a TIK kernel does, each piece out before the next comes in.
+Not modelled: vnchwconv for the Gather-path conversions (CANN uses it, with its 32-bit and
+8-bit forms, for them too), so their vector cycles are an estimate of the same order; the
+offset tables are read from GM like any constant; the Cast CANN runs as its own kernel before
+TransData is done inside this kernel (one ``TransData`` row in ``stats["kernels"]``).
 """
 
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ from npusim.ops.common import ceil_div, round_up
 from npusim.ops.transdata_taps import dw_out_by_taps, weight_dx_by_taps
 
 TABLE_EVENT = 5   # event id of the table hand-over flags (the queues use ids from 0 up)
+SERIAL_EVENT = 6  # event id of a serial plan's copy-out -> next copy-in hand-over
 C0_B16 = 16       # 16-bit elements per 32-byte block: TransDataTo5HD's 16 x 16 transpose
 MAX_REPEATS = 255
 
@@ -89,6 +92,8 @@ class TransPlan:
     keys: dict = field(default_factory=dict)
     vnchwconv: str = ""               # "to_5hd" / "from_nd": pieces move by TransDataTo5HD
     atomic: bool = False              # copies out add into GM (SetAtomicAdd)
+    lanes: list | None = None         # per core its pieces, in order (None: round robin)
+    serial: bool = False              # one UB buffer: a piece comes in after the last is out
 
     def table(self, key, build) -> int:
         """The index of the table for ``key``; ``build()`` makes it the first time."""
@@ -144,7 +149,7 @@ def run_transdata(run, plan: TransPlan, src, dst) -> None:
     table = np.concatenate(plan.tables) if plan.tables else np.zeros(8, np.uint32)
     starts = np.cumsum([0] + [t.size for t in plan.tables])
     tables = run.gm.tensor(f"{plan.name}.tables", np.uint32, table.size, table)
-    cores = min(run.chip.vector_core_count, len(plan.pieces))
+    cores = len(plan.lanes) if plan.lanes else min(run.chip.vector_core_count, len(plan.pieces))
     run.launch(TransDataKernel, block_dim=cores, name=plan.name, impl="tbe",   # a TIK kernel
                args=dict(src=src, dst=dst, tables=tables, starts=starts, plan=plan))
 
@@ -155,10 +160,11 @@ class TransDataKernel(Kernel):
     def init(self, src, dst, tables, starts, plan: TransPlan):
         self.src, self.dst, self.tables, self.starts, self.plan = src, dst, tables, starts, plan
         self.cast = plan.in_item != plan.out_item
-        self.in_que = TQue(TPosition.VECIN, 2, name="inQueue")
-        self.out_que = TQue(TPosition.VECOUT, 2, name="outQueue")
-        self.pipe.init_buffer(self.in_que, 2, plan.in_elems * plan.in_item + 32)
-        self.pipe.init_buffer(self.out_que, 2, plan.out_elems * plan.out_item)
+        depth = 1 if plan.serial else 2
+        self.in_que = TQue(TPosition.VECIN, depth, name="inQueue")
+        self.out_que = TQue(TPosition.VECOUT, depth, name="outQueue")
+        self.pipe.init_buffer(self.in_que, depth, plan.in_elems * plan.in_item + 32)
+        self.pipe.init_buffer(self.out_que, depth, plan.out_elems * plan.out_item)
         if not plan.vnchwconv:
             self.table_buf = TBuf(TPosition.VECCALC, name="tableBuf")
             self.pipe.init_buffer(self.table_buf, max(t.size for t in plan.tables) * 4)
@@ -167,8 +173,14 @@ class TransDataKernel(Kernel):
             self.pipe.init_buffer(self.gathered, plan.out_elems * plan.in_item)
         self.loaded = -1
 
+    def my_pieces(self):
+        """This core's piece indices: its lane, or every block_num-th piece."""
+        if self.plan.lanes:
+            return self.plan.lanes[get_block_idx()]
+        return range(get_block_idx(), len(self.plan.pieces), get_block_num())
+
     def process(self):
-        for i in range(get_block_idx(), len(self.plan.pieces), get_block_num()):
+        for i in self.my_pieces():
             piece = self.plan.pieces[i]
             if not self.plan.vnchwconv:
                 self.load_table(piece.table)
@@ -180,6 +192,9 @@ class TransDataKernel(Kernel):
             else:
                 self.compute(piece)
             self.copy_out(piece)
+            if self.plan.serial:   # the next copy-in reuses the buffer this one copied out of
+                set_flag("MTE3_MTE2", SERIAL_EVENT)
+                wait_flag("MTE3_MTE2", SERIAL_EVENT)
 
     def load_table(self, t: int):
         if t == self.loaded:
