@@ -86,7 +86,8 @@ def _fill(record: dict, run, point: dict) -> None:
                   peak_bytes=dict(m["peak_live_bytes"]),
                   effective_tiling=tiling_dict(run.result.tiling),
                   kernels=[{"name": k["name"], "op_type": k.get("op_type", k["name"]),
-                            "cores": k["cores"], "cycles": int(k["cycles"]),
+                            "impl": k.get("impl", "ascendc"), "cores": k["cores"],
+                            "cycles": int(k["cycles"]),
                             "wait_cycles": int(k.get("wait_cycles", 0))}
                            for k in run.result.stats.get("kernels", [])],
                   instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))

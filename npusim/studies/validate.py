@@ -287,8 +287,8 @@ def write_status(result: dict, path=None) -> Path:
              "# them: no fewer counted rows within tolerance, no larger mean error, and every",
              "# row's error where it was recorded. Rows not modelled are listed, not counted.",
              f"counted = {result['ran']}", f"within = {result['within']}",
-             f"mae = {result['mae']:.4f}", "", "[errors]"]
-    lines += [f'"{x["id"]}" = {x["error"]:.4f}' for x in result["rows"]]
+             f"mae = {result['mae']:.5f}", "", "[errors]"]
+    lines += [f'"{x["id"]}" = {x["error"]:.5f}' for x in result["rows"]]
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(path)
