@@ -99,9 +99,16 @@ def test_every_row_names_its_source_and_how_it_was_timed():
     for row in ROWS:
         assert row.url.startswith("https://") and row.source and row.timed and row.note
         assert row.covers in ("cube", "hbm", "vector")
-        assert 0 < row.tolerance <= 1.0
         assert row.unit == "us" or row.work or row.rate == "vector_ops"
     assert len({r.id for r in ROWS}) == len(ROWS)
+
+
+def test_no_row_is_wider_than_its_kind_of_timing_allows():
+    """Issue 29's tolerances, set before the results: +-20% for device time, +-25% where the
+    measurement is host-timed (launch gaps in it); no row gets a wider band."""
+    for row in ROWS:
+        host = row.timed.startswith("host")
+        assert row.tolerance == (0.25 if host else 0.2), (row.id, row.tolerance, row.timed)
 
 
 def test_measured_time_follows_the_published_figure():
