@@ -88,13 +88,13 @@ def run(kernel, m=256, n=128, k=512, cores=2):
     return lesson6.run(kernel, m=m, n=n, k=k, block_dim=cores)
 
 
-def catlass(tiling):
-    """CATLASS's 1024x576x6144 fp16 GEMM as the 1x1 convolution whose dx it is, timing only."""
-    case = CASES["convolution_backward"]
-    params = case.parse_params({"weight": "6144x1", "padding": "0", "output_mask": "1,0,0"})
-    run = run_case(case, "atlas-a2-910b3", (1, 576, 32, 32), "float16", params,
-                   tiling=tiling, numerics=False, trace=False)
-    kernel = next(k for k in run.result.stats["kernels"] if k["name"] == "Conv2DBackpropInput")
+def catlass(row):
+    """A CATLASS row of the validation table run as the table runs it (the 1x1x1 convolution
+    whose dx is the GEMM, timing only): (cores, the dx kernel's cycles)."""
+    case = CASES[row.op]
+    run = run_case(case, row.model, row.shape, row.dtype, case.parse_params(row.params),
+                   tiling=row.tiling or None, numerics=False, trace=False)
+    kernel = next(k for k in run.result.stats["kernels"] if k["name"] == row.kernel)
     return kernel["cores"], kernel["cycles"]
 
 
@@ -117,15 +117,20 @@ def main():
     print(f"gemm_one_core_cycles = {one.cycles:,}")
     b3 = load_chip("atlas-a2-910b3")
     print(f"catlass_chip_cube_cores = {b3.ai_core_count}")
-    measured = {row.id: row.value for row in load_table()}
+    rows = {row.id: row for row in load_table()}
+    us = {}
     for name, base_m, base_n in (("default", 128, 256), ("tuned", 256, 128)):
+        row = rows[f"catlass-1024x576x6144-{name}"]
         blocks = -(-1024 // base_m) * -(-576 // base_n)
-        cores, cycles = catlass({"base_m": base_m, "base_n": base_n})
+        cores, cycles = catlass(row)
+        us[name] = (cycles / b3.clock_hz * 1e6, row.value)
         print(f"catlass_{name}_blocks = {blocks}")
         print(f"catlass_{name}_rounds = {-(-blocks // cores)}")
         print(f"catlass_{name}_cycles = {cycles:,}")
-        print(f"catlass_{name}_us = {cycles / b3.clock_hz * 1e6:.1f}")
-        print(f"catlass_{name}_measured_us = {measured[f'catlass-1024x576x6144-{name}']}")
+        print(f"catlass_{name}_us = {us[name][0]:.1f}")
+        print(f"catlass_{name}_measured_us = {row.value}")
+    print(f"catlass_ratio = {us['default'][0] / us['tuned'][0]:.2f}")
+    print(f"catlass_measured_ratio = {us['default'][1] / us['tuned'][1]:.2f}")
 
 
 if __name__ == "__main__":

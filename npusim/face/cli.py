@@ -111,8 +111,10 @@ def _parser() -> argparse.ArgumentParser:
                        "measurements", description="Run every row of the validation table "
                        "(published Ascend measurements: npusim/studies/validation.toml) "
                        "timing-only and print each row's measured and predicted time, error "
-                       "and tolerance, and the mean absolute error. Exits 1 when a counted "
-                       "row is outside its tolerance.")
+                       "and tolerance, the mean absolute error, and each ranking pair (two "
+                       "measured tilings of one case: npusim's ratio of their times against "
+                       "the measured one). Exits 1 when a counted row or a pair is outside "
+                       "its tolerance.")
     _executor_arguments(p)
     p.add_argument("--skip-slow", action="store_true",
                    help="leave out the rows marked slow (the 6144^3 and 8192^3 GEMMs)")

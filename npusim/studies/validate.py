@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from npusim.errors import NpusimError
+from npusim.studies import ranking
 from npusim.studies.executor import kernel_cycles, run_points
 
 TABLE = Path(__file__).with_name("validation.toml")
@@ -160,8 +161,9 @@ def _check_run_fields(entry: dict, path) -> None:
 def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
              on_record=None) -> dict:
     """{"rows": one result dict per row, "mae": mean |error| over the rows that ran,
-    "within": rows within tolerance, "ran": rows that ran}. ``slow=False`` leaves the rows
-    marked slow out (listed with status "skipped")."""
+    "within": rows within tolerance, "ran": rows that ran, "pairs": the ranking pairs whose
+    rows ran (``npusim.studies.ranking``), "pairs_missed": those outside their tolerance}.
+    ``slow=False`` leaves the rows marked slow out (listed with status "skipped")."""
     rows = load_table() if rows is None else rows
     todo = [r for r in rows if slow or not r.slow]
     keys = list(dict.fromkeys(r.key() for r in todo))
@@ -170,7 +172,9 @@ def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
                          on_record=on_record)
     by_key = dict(zip(keys, records, strict=True))
     results = [result(r, by_key.get(r.key())) for r in rows]
-    return {"rows": results, **summary(results)}
+    ranked = ranking.pair_results(rows, results)
+    return {"rows": results, **summary(results), "pairs": ranked,
+            "pairs_missed": [p["pair"] for p in ranked if not p["within"]]}
 
 
 def summary(results: list) -> dict:
@@ -258,15 +262,17 @@ def measured_fraction(row: Row) -> float:
 
 def load_status(path=None) -> dict:
     """The committed figures of the table (``validation_status.toml``): {"within", "counted",
-    "mae", "errors": {row id: error}}; the test suite holds a fresh run to them (a ratchet),
-    and the error bands beside predictions (``npusim.studies.bands``) come from them."""
+    "mae", "errors": {row id: error}, "pairs": {ranking pair: error}}; the test suite holds a
+    fresh run to them (a ratchet), and the error bands beside predictions
+    (``npusim.studies.bands``) come from them."""
     path = Path(path) if path else STATUS
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NpusimError(f"validation status {path}: {' '.join(str(exc).split())}") from None
     return {"within": int(raw["within"]), "counted": int(raw["counted"]),
-            "mae": float(raw["mae"]), "errors": dict(raw.get("errors", {}))}
+            "mae": float(raw["mae"]), "errors": dict(raw.get("errors", {})),
+            "pairs": dict(raw.get("pairs", {}))}
 
 
 @lru_cache(maxsize=1)
@@ -286,9 +292,12 @@ def write_status(result: dict, path=None) -> Path:
              "# after the model changes they judge. tests/test_validate.py holds a fresh run to",
              "# them: no fewer counted rows within tolerance, no larger mean error, and every",
              "# row's error where it was recorded. Rows not modelled are listed, not counted.",
+             "# [pairs]: each ranking pair's error (npusim's ratio of its two rows' times over",
+             "# the measured ratio, less 1); a pair recorded within +-20% must stay within.",
              f"counted = {result['ran']}", f"within = {result['within']}",
-             f"mae = {result['mae']:.5f}", "", "[errors]"]
-    lines += [f'"{x["id"]}" = {x["error"]:.5f}' for x in result["rows"]]
+             f"mae = {result['mae']:.6f}", "", "[errors]"]
+    lines += [f'"{x["id"]}" = {x["error"]:.6f}' for x in result["rows"]]
+    lines += ["", "[pairs]"] + [f'"{p["pair"]}" = {p["error"]:.6f}' for p in result["pairs"]]
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(path)

@@ -12,6 +12,7 @@ import csv
 import json
 
 from npusim.face.report import aligned
+from npusim.studies import ranking
 from npusim.studies.bands import band
 from npusim.studies.scatter_plot import Point, scatter
 
@@ -63,14 +64,17 @@ def text_lines(result: dict) -> list:
     lines = aligned(rows, range(2, len(cols)))
     lines.append(summary(result))
     lines += [f"  {x['id']}: {x['why']}" for x in result["rows"] if x["status"] != "ok"]
-    return lines
+    return lines + ranking.lines(result.get("pairs", []))
 
 
 def markdown(result: dict) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * 4 + "---:|" * 6]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
               for cells in table_rows(result)]
-    lines += ["", summary(result) + ".", "", "Sources and notes:", ""]
+    lines += ["", summary(result) + "."]
+    pairs = ranking.lines(result.get("pairs", []))
+    lines += ["", *(f"- {line}" for line in pairs)] if pairs else []
+    lines += ["", "Sources and notes:", ""]
     lines += [f"- **{x['row'].id}**: {x['row'].source}, <{x['row'].url}>. {x['row'].note}"
               + (f" ({x['status']}: {x['why']})" if x["status"] != "ok" else "")
               for x in result["rows"]]
@@ -107,7 +111,8 @@ def write_validation(result: dict, out) -> list:
                           "tiling": json.dumps(d["tiling"])} for d in data)
     with open(out.file("validation.json"), "w", encoding="utf-8") as f:
         json.dump({"rows": data, **{k: result[k] for k in ("mae", "ran", "within", "missed",
-                                                           "not_modelled") if k in result}},
+                                                           "not_modelled", "pairs",
+                                                           "pairs_missed") if k in result}},
                   f, indent=1)
         f.write("\n")
     plot_validation(result, out.file("validation.png"))
