@@ -21,11 +21,6 @@ def committed():
     return chip, {rate: refit.bodies(rate)}
 
 
-def judge(rows, start_us):
-    errors = [b.error(start_us) for b in rows]
-    return sum(map(abs, errors)) / len(errors), sum(abs(e) <= 0.2 for e in errors)
-
-
 def test_the_model_keeps_the_start_up_fitted_on_all_rows(committed):
     """At the committed rate (the rate grid itself is too slow for the suite: run
     ``python -m npusim.studies.refit``), the start-up with the least mean |error| on all 17
@@ -35,7 +30,7 @@ def test_the_model_keeps_the_start_up_fitted_on_all_rows(committed):
     assert len(rows) == 17
     _, _, start = refit.best(table)
     assert round(start * 1e-6 * chip.clock_hz) == chip.tbe_kernel_start_cycles
-    mae, within = judge(rows, start)
+    mae, within = refit.figures(rows, start)
     assert mae <= TARGET_MAE and within >= TARGET_WITHIN[17]
 
 
@@ -44,7 +39,7 @@ def test_the_half_held_out_meets_the_targets_and_the_source_quotes_it(committed)
     (rows,) = table.values()
     _, _, start = refit.best(table, FIT_IDS)
     held = [b for b in rows if b.id not in FIT_IDS]
-    mae, within = judge(held, start)
+    mae, within = refit.figures(held, start)
     assert len(held) == 8 and mae <= TARGET_MAE and within >= TARGET_WITHIN[8]
     source = chip.sources["mte.load3d_l0b_bytes_per_cycle"]
     assert f"and {start:.2f} us" in source

@@ -82,8 +82,10 @@ def bodies(rate: float, rows=None, jobs: int = 1) -> list:
     return out
 
 
-def mean_error(rows: list, start_us: float) -> float:
-    return sum(abs(b.error(start_us)) for b in rows) / len(rows)
+def figures(rows: list, start_us: float, tolerance: float = 0.2) -> tuple:
+    """(mean |error|, rows within ``tolerance``) of ``rows`` at the start-up ``start_us``."""
+    errors = [abs(b.error(start_us)) for b in rows]
+    return sum(errors) / len(errors), sum(e <= tolerance for e in errors)
 
 
 def best(table: dict, ids=None) -> tuple:
@@ -94,17 +96,15 @@ def best(table: dict, ids=None) -> tuple:
     for rate, rows in table.items():
         use = [b for b in rows if ids is None or b.id in ids]
         for start in STARTS_US:
-            cand = (round(mean_error(use, start), 9), rate, start)
+            cand = (round(figures(use, start)[0], 9), rate, start)
             if found is None or cand[0] < found[0]:
                 found = cand
     return found
 
 
 def summary(rows: list, start_us: float, tolerance: float = 0.2) -> str:
-    errors = [b.error(start_us) for b in rows]
-    within = sum(abs(e) <= tolerance for e in errors)
-    return (f"MAE {100 * sum(map(abs, errors)) / len(errors):.1f}%, {within} of {len(rows)} "
-            f"within {tolerance:.0%}")
+    mae, within = figures(rows, start_us, tolerance)
+    return f"MAE {100 * mae:.1f}%, {within} of {len(rows)} within {tolerance:.0%}"
 
 
 def report(table: dict) -> list:

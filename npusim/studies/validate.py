@@ -293,7 +293,8 @@ def write_status(result: dict, path=None) -> Path:
              "# them: no fewer counted rows within tolerance, no larger mean error, and every",
              "# row's error where it was recorded. Rows not modelled are listed, not counted.",
              "# [pairs]: each ranking pair's error (npusim's ratio of its two rows' times over",
-             "# the measured ratio, less 1); a pair recorded within +-20% must stay within.",
+             f"# the measured ratio, less 1); a pair recorded within +-{ranking.TOLERANCE:.0%} "
+             "must stay within.",
              f"counted = {result['ran']}", f"within = {result['within']}",
              f"mae = {result['mae']:.6f}", "", "[errors]"]
     lines += [f'"{x["id"]}" = {x["error"]:.6f}' for x in result["rows"]]
