@@ -12,6 +12,7 @@ The golden only checks outputs after the run; it never produces them. Cycles com
 the simulation.
 """
 
+from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
 from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
@@ -20,18 +21,22 @@ from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.silu_backward import SILU
 from npusim.errors import NpusimError
 
-__all__ = ["CASES", "OpCase", "Param", "available_names", "find_case", "lookup_case",
+__all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_case", "lookup_case",
            "parse_dtype", "parse_shape"]
 
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
+# Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
+# found by name, not listed among the operators.
+KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}
 
 
 def lookup_case(name) -> OpCase | None:
     """The registered case for ``name`` (silu_backward, SiluBackward or aclnnSiluBackward),
     available or not; None when there is none."""
     key = str(name).lower().replace("_", "").removeprefix("aclnn")
-    return next((c for c in CASES.values() if key == c.name.replace("_", "")), None)
+    cases = (*CASES.values(), *KERNEL_CASES.values())
+    return next((c for c in cases if key == c.name.replace("_", "")), None)
 
 
 def find_case(name: str) -> OpCase:

@@ -191,17 +191,18 @@ def _lesson_command(args) -> int:
 def _op_command(sub, name: str, help_text: str) -> None:
     """``npusim run OP`` / ``npusim compare OP``: one sub-parser per operator, so that
     ``npusim run OP --help`` documents that operator's shape and parameters."""
-    from npusim.cases import CASES
+    from npusim.cases import CASES, KERNEL_CASES
 
     p = sub.add_parser(name, help=help_text, description=help_text + ".")
     ops = p.add_subparsers(title="operators", metavar="OP", parser_class=Parser, dest="op",
                            required=True)
-    for case in CASES.values():
+    for case in (*CASES.values(), *KERNEL_CASES.values()):
         if not case.available():
             continue
-        aliases = [case.aclnn.removeprefix("aclnn"), case.aclnn]
+        op = case.name not in KERNEL_CASES
+        aliases = [case.aclnn.removeprefix("aclnn"), case.aclnn] if op else []
         q = ops.add_parser(case.name, aliases=aliases, help=case.summary,
-                           description=f"{case.aclnn}: {case.summary}.",
+                           description=f"{case.aclnn if op else case.name}: {case.summary}.",
                            epilog=_op_epilog(case, name),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == "sweep":
