@@ -2,8 +2,10 @@
 
 An instruction's duration on its pipe is ``head(chip) + body(chip)`` cycles. The head (start-up
 latency) is charged only when the pipe was idle before the instruction started, as the PTO cost
-model does; back-to-back instructions pay only their body. ``execute()`` applies the semantics to
-the simulated memories; timed and functional runs call the very same method.
+model does; back-to-back instructions pay only their body. (An instruction whose start-up a
+chip model says is paid every time carries it in its body instead: LoadData2D on Atlas A2.)
+``execute()`` applies the semantics to the simulated memories; timed and functional runs call
+the very same method.
 
 ``reads()`` and ``writes()`` list the byte ranges an instruction touches, as
 ``(store, lo, hi)`` with ``store`` a Buffer or the GlobalMemory; the tracer and the race detector

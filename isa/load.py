@@ -29,7 +29,9 @@ Costs (PERF-LOAD, hardware.md 2.2): head ``load2d_startup_cycles`` / ``load3d_st
 body bytes written / ``l1_to_l0a_bytes_per_cycle`` or ``l1_to_l0b_bytes_per_cycle`` (2D) or
 ``load3d_bytes_per_cycle`` / ``load3d_l0b_bytes_per_cycle`` (3D to L0A / L0B; whole 512-byte
 fractals; PERF-LOAD gives a range for each, 32-256 and 28.4-128 B/cycle, without saying what
-selects the rate, so one rate per destination is taken).
+selects the rate, so one rate per destination is taken). On a chip with
+``load2d_startup_per_instruction`` (the Atlas A2 models) every LoadData2D pays its start-up,
+back to back too: it is part of the body there, not a head (docs/modelling/fidelity.md, item 9).
 
 Not modelled: GM -> L0A/L0B and GM -> L1 LoadData, LoadDataWithTranspose, load3d v1 (the Atlas
 training instruction: the same img2col with another parameter encoding, so npusim accepts v2 on
@@ -186,10 +188,13 @@ class LoadData2D(Instr):
         check_align(chip, self.src, "l1_align_bytes", self.name)
 
     def head(self, chip) -> float:
-        return chip.load2d_startup_cycles
+        return 0.0 if chip.load2d_startup_per_instruction else chip.load2d_startup_cycles
 
     def body(self, chip) -> float:
-        return self.moved_bytes() / getattr(chip, LOAD_DST[self.dst.kind])
+        """The bytes at the L0 side's rate; with ``load2d_startup_per_instruction`` the
+        start-up too, so that back-to-back loads each pay it."""
+        own = self.moved_bytes() / getattr(chip, LOAD_DST[self.dst.kind])
+        return own + chip.load2d_startup_cycles if chip.load2d_startup_per_instruction else own
 
     def execute(self) -> None:
         if not self.repeat_times:

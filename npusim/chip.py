@@ -53,7 +53,8 @@ SCHEMA: dict[str, dict[str, type]] = {
             "l0c_to_ub_bytes_per_cycle": float,
             "fixpipe_elements_per_cycle": float, "l0c_to_gm_bytes_per_cycle": float,
             "load2d_startup_cycles": int, "load3d_startup_cycles": int,
-            "fixpipe_startup_cycles": int, "local_move_startup_cycles": int},
+            "fixpipe_startup_cycles": int, "local_move_startup_cycles": int,
+            "load2d_startup_per_instruction": bool},
     "cube": {"fractal_m": int, "fractal_n": int, "fractal_k_bytes": int, "head_cycles": int,
              "input_dtypes": list, "b16_cycles_per_fractal": int, "b32_cycles_per_fractal": int,
              "hf32_cycles_per_fractal": int, "hf32_mantissa_bits": int},
@@ -70,7 +71,8 @@ SCHEMA: dict[str, dict[str, type]] = {
                  "has_inter_core_sync": bool},
 }
 # Keys a model may leave out: the value of the chips that predate the key.
-OPTIONAL = {"memory_kind": "HBM", "has_inter_core_sync": True}
+OPTIONAL = {"memory_kind": "HBM", "has_inter_core_sync": True,
+            "load2d_startup_per_instruction": False}
 # Keys a model may leave out that then take another key's value (what the chips before them
 # charged); the other key's source covers them.
 SAME_AS = {"load3d_l0b_bytes_per_cycle": "load3d_bytes_per_cycle"}

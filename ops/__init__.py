@@ -8,5 +8,5 @@ from npusim.ops.embedding_dense_backward import embedding_dense_backward
 from npusim.ops.moe_token_permute_grad import moe_token_permute_grad
 from npusim.ops.silu_backward import silu_backward
 
-__all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad", "embedding_dense_backward",
-           "moe_token_permute_grad", "silu_backward"]
+__all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
+           "embedding_dense_backward", "moe_token_permute_grad", "silu_backward"]

@@ -75,6 +75,20 @@ def test_shuffle_k_starts_at_the_core_index():
     assert k_order(t, 7) == [2, 3, 4, 0, 1]
 
 
+def test_back_to_back_l0a_loads_each_pay_the_start_up_on_a2():
+    """One LoadData2D per fractal row of A: on the A2 models each pays PERF-LOAD's 28 cycles."""
+    a, b = inputs(64, 64, 64)
+    r = ops.catlass_matmul(a, b, chip=CHIP, tiling=dict(l1_m=64, l1_n=64, l1_k=64, l0_k=64,
+                                                        block_dim=1))
+    loads = [rec for rec in r.tracer.records if rec[2].name == "load_data"
+             and rec[2].dst.kind == "L0A"]
+    assert len(loads) == 4
+    chip = r.chip
+    for _core, _pipe, inst, _issue, start, end in loads:
+        assert end - start == pytest.approx(chip.load2d_startup_cycles
+                                            + inst.moved_bytes() / chip.l1_to_l0a_bytes_per_cycle)
+
+
 @pytest.mark.parametrize("args, error", [
     (dict(chip="atlas-training"), ParamError),
     (dict(layout_b="row"), ParamError),

@@ -29,7 +29,7 @@ PRINTS = {
     "docs/contributing.md": [],
     "docs/guide/kernel-api.md": [
         "True 1655 ['aiv0', 'aiv1', 'aiv2', 'aiv3']", "1655 0.92 timed", "{'UB': 20480}",
-        "966 True"],
+        "1218 True"],
     "docs/guide/critical-path.md": [
         "1 45961 V 62% True", "[('V', 28313), ('GM bandwidth', 12974), ('launch', 3660)]",
         "2 34919 V 84% True", "[('V 2x faster', 32362), ('V free', 32362)]"],

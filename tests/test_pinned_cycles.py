@@ -191,7 +191,7 @@ PINS = {
     'micro-vector-expmul-tr': (2051, (), {
         'z': 'float16(32768,):105d641957e1231b63068a4a',
     }),
-    'micro-matmul-a2': (2000, (), {
+    'micro-matmul-a2': (2560, (), {
         'c': 'float32(64, 64):69be16a7454867f3411e0b30',
     }),
     'micro-matmul-tr': (5025, (), {

@@ -8,7 +8,7 @@ import importlib
 import numpy as np
 
 from npusim import load_chip
-from npusim.cases import CASES
+from npusim.cases import find_case
 from npusim.cases.run import run_case
 from npusim.dsl import Kernel, TPosition, TQue, cube, get_block_idx, get_block_num
 from npusim.errors import TilingError
@@ -89,9 +89,9 @@ def run(kernel, m=256, n=128, k=512, cores=2):
 
 
 def catlass(row):
-    """A CATLASS row of the validation table run as the table runs it (the 1x1x1 convolution
-    whose dx is the GEMM, timing only): (cores, the dx kernel's cycles)."""
-    case = CASES[row.op]
+    """A CATLASS row of the validation table run as the table runs it (npusim's CATLASS-shaped
+    kernel, ``ops/catlass_matmul.py``, timing only): (cores, the kernel's cycles)."""
+    case = find_case(row.op)
     run = run_case(case, row.model, row.shape, row.dtype, case.parse_params(row.params),
                    tiling=row.tiling or None, numerics=False, trace=False)
     kernel = next(k for k in run.result.stats["kernels"] if k["name"] == row.kernel)

@@ -21,8 +21,8 @@ from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.silu_backward import SILU
 from npusim.errors import NpusimError
 
-__all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_case", "lookup_case",
-           "parse_dtype", "parse_shape"]
+__all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_case",
+           "lookup_case", "parse_dtype", "parse_shape"]
 
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}

@@ -11,5 +11,5 @@ from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.silu import silu_backward
 
-__all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad", "embedding_dense_backward",
-           "moe_token_permute_grad", "silu_backward"]
+__all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
+           "embedding_dense_backward", "moe_token_permute_grad", "silu_backward"]
