@@ -168,7 +168,11 @@ def catlass_matmul_tiling(chip, m: int, n: int, k: int, layout_b: str, overrides
     picks), every cube core, then the user's overrides, checked."""
     t = CatlassMatmulTiling(m=m, n=n, k=k, layout_b=layout_b, swizzle_direction=int(n > m),
                             block_dim=chip.ai_core_count)
+    given = (t.m, t.n, t.k, t.layout_b)
     t = override(t, overrides, NAME)
+    if (t.m, t.n, t.k, t.layout_b) != given:
+        raise TilingError(f"{NAME}: m, n, k and layout_b come from the matrices and the "
+                          "layout_b argument (--shape, --param layout_b), not from the tiling")
     check_tiling(t, chip)
     return t
 

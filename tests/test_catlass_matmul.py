@@ -18,6 +18,7 @@ CASES = [  # m, n, k, layout_b, tiling overrides
     (40, 70, 96, "zn", dict(l1_m=32, l1_n=48, l1_k=64, l0_k=32, swizzle_direction=1)),
     (20, 200, 256, "zn", dict(l1_m=32, l1_n=80, l1_k=128, l0_k=32, shuffle_k=False)),
     (128, 256, 512, "column", dict(block_dim=3)),                                # 1 block, 3 cores
+    (48, 64, 80, "zn", dict(l1_m=32, l1_n=32, l1_k=64, l0_k=32)),               # short k tile
 ]
 
 
@@ -98,6 +99,8 @@ def test_back_to_back_l0a_loads_each_pay_the_start_up_on_a2():
     (dict(tiling=dict(swizzle_direction=2)), TilingError),
     (dict(tiling=dict(block_dim=21)), TilingError),
     (dict(tiling=dict(colour=1)), TilingError),
+    (dict(tiling=dict(layout_b="zn")), TilingError),      # a parameter, not a tiling field
+    (dict(tiling=dict(k=64)), TilingError),
 ])
 def test_bad_input_is_a_clear_error(args, error):
     a, b = inputs(32, 32, 32)

@@ -48,7 +48,7 @@ CATLASS_MATMUL = OpCase(
     golden_options=_golden_options,
     tiling_help="l1_m, l1_n, l1_k (the L1 tile), l0_k (the L0 k step), swizzle_offset, "
                 "swizzle_direction (GemmIdentityBlockSwizzle<offset, direction>), shuffle_k "
-                "(0/1), block_dim (cube cores)",
+                "(true/false), block_dim (cube cores)",
     sweep_example="--tiling l1_m=128,256 --tiling l1_n=128,256",
     notes="Runs on Atlas A2 only (FixPipe and the ND -> NZ copy). Not an aclnn operator: the "
           "kernel the validation table's CATLASS rows are compared with.")
