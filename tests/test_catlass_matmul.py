@@ -118,3 +118,23 @@ def test_bad_input_is_a_clear_error(args, error):
 def test_bad_matrices_are_a_clear_error(a, b):
     with pytest.raises(NpusimError, match="catlass_matmul"):
         ops.catlass_matmul(a, b, chip=CHIP)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 80), n=st.integers(1, 80), k16=st.integers(1, 8),
+       layout_b=st.sampled_from(["column", "zn"]),
+       tiling=st.fixed_dictionaries({}, optional={
+           "l1_m": st.sampled_from([0, 16, 24, 32, 48, 512]),
+           "l1_n": st.sampled_from([16, 32, 80]), "l1_k": st.sampled_from([16, 32, 64, 96]),
+           "l0_k": st.sampled_from([16, 32, 64]), "swizzle_offset": st.integers(0, 4),
+           "swizzle_direction": st.integers(0, 2), "shuffle_k": st.booleans(),
+           "block_dim": st.integers(0, 30)}))
+def test_any_arguments_give_the_exact_answer_or_a_clear_error(m, n, k16, layout_b, tiling):
+    a, b = inputs(m, n, 16 * k16, seed=m * n)
+    try:
+        r = ops.catlass_matmul(a, b, layout_b=layout_b, chip=CHIP, tiling=tiling)
+    except NpusimError as exc:
+        assert "catlass_matmul" in str(exc)
+        return
+    want = golden.catlass_matmul(a, b, tiling=r.tiling)["c"]
+    assert np.array_equal(r.outputs["c"].view(np.uint16), want.view(np.uint16))
