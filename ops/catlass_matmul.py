@@ -33,13 +33,12 @@ from npusim.ops.catlass_tiling import (
     FRAC,
     LAYOUTS_B,
     CatlassMatmulTiling,
-    block_coord,
-    block_shape,
+    block_of,
     check_tiling,
     k_order,
     zn_offset,
 )
-from npusim.ops.common import override, resolve_chip, round_up
+from npusim.ops.common import as_array, override, resolve_chip, round_up
 
 NAME = "catlass_matmul"
 
@@ -61,29 +60,28 @@ class CatlassMatmulKernel(Kernel):
 
     def process(self):
         t, core = self.t, get_block_idx()
-        steps = [(task, kt) for task in range(core, t.tasks, t.block_dim)
-                 for kt in k_order(t, core)]
+        steps = [(block, kt) for task in range(core, t.tasks, t.block_dim)
+                 for block in [block_of(t, task)] for kt in k_order(t, core)]
         if not steps:
             return
         pending = self.copy_in(*steps[0])
         c = None
-        for i, (task, kt) in enumerate(steps):
+        for i, (block, _) in enumerate(steps):
             current = pending
             if i + 1 < len(steps):
                 pending = self.copy_in(*steps[i + 1])
             first = i % t.k_tiles == 0          # a block's first k tile
             if first:
                 c = self.co1.alloc_tensor("float32")
-            self.compute(c, current, task, kt, first)
+            self.compute(c, current, block, first)
             if i % t.k_tiles == t.k_tiles - 1:
                 self.co1.enque(c)
-                self.copy_out(task)
+                self.copy_out(block)
 
-    def copy_in(self, task, kt):
-        """The L1 tile ``kt`` of ``task``'s A rows and B columns (MTE2)."""
+    def copy_in(self, block, kt):
+        """The L1 tile ``kt`` of ``block``'s A rows and B columns (MTE2); its depth."""
         t = self.t
-        m_idx, n_idx = block_coord(t, task)
-        rows, cols = block_shape(t, m_idx, n_idx)
+        m_idx, n_idx, rows, cols = block
         k_lo = kt * t.l1_k
         depth = min(t.l1_k, t.k - k_lo)
         a1, b1 = self.a1.alloc_tensor("float16"), self.b1.alloc_tensor("float16")
@@ -103,11 +101,10 @@ class CatlassMatmulKernel(Kernel):
         self.b1.enque(b1)
         return depth
 
-    def compute(self, c, depth, task, kt, first):
+    def compute(self, c, depth, block, first):
         """The L0 k steps of one L1 tile: loads (MTE1) and one Mmad each (M)."""
         t = self.t
-        rows, cols = block_shape(t, *block_coord(t, task))
-        m_round, n_round = round_up(rows, FRAC), round_up(cols, FRAC)
+        m_round, n_round = round_up(block.rows, FRAC), round_up(block.cols, FRAC)
         a1, b1 = self.a1.deque(), self.b1.deque()
         for s, k_lo in enumerate(range(0, depth, t.l0_k)):
             step = min(t.l0_k, depth - k_lo)
@@ -152,10 +149,9 @@ class CatlassMatmulKernel(Kernel):
                 start_index=k_lo // FRAC + kk, repeat_times=nf, src_stride=t.l1_k // FRAC,
                 if_transpose=True))
 
-    def copy_out(self, task):
+    def copy_out(self, block):
         t = self.t
-        m_idx, n_idx = block_coord(t, task)
-        rows, cols = block_shape(t, m_idx, n_idx)
+        m_idx, n_idx, rows, cols = block
         c = self.co1.deque()
         cube.fixpipe(self.c_gm[m_idx * t.l1_m * t.n + n_idx * t.l1_n], c, cube.FixpipeParamsV220(
             m_size=rows, n_size=cols, src_stride=round_up(rows, FRAC), dst_stride=t.n,
@@ -195,7 +191,7 @@ def check_catlass_matmul(chip, a, b, layout_b: str) -> tuple:
     if not chip.has_fixpipe or not chip.has_gm_nd2nz:
         raise ParamError(f"{NAME}: {chip.name} has no FixPipe or ND -> NZ copy; CATLASS's "
                          "matmul runs on Atlas A2")
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = as_array(NAME, "a", a), as_array(NAME, "b", b)
     if a.dtype != np.float16 or b.dtype != np.float16:
         raise ParamError(f"{NAME}: a and b must be float16, got {a.dtype} and {b.dtype}")
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or not a.size or not b.size:

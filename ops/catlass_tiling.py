@@ -10,6 +10,7 @@ stripes of ``offset`` block columns. Core ``i`` takes tasks ``i, i + cores, ...`
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div
@@ -95,6 +96,20 @@ def block_coord(t: CatlassMatmulTiling, task: int) -> tuple:
 def block_shape(t: CatlassMatmulTiling, m_idx: int, n_idx: int) -> tuple:
     """(rows, columns) of C in block (m_idx, n_idx): the last row and column may be short."""
     return min(t.l1_m, t.m - m_idx * t.l1_m), min(t.l1_n, t.n - n_idx * t.l1_n)
+
+
+class Block(NamedTuple):
+    """A base block of C: its place in the grid of blocks and its rows and columns."""
+
+    m_idx: int
+    n_idx: int
+    rows: int
+    cols: int
+
+
+def block_of(t: CatlassMatmulTiling, task: int) -> Block:
+    m_idx, n_idx = block_coord(t, task)
+    return Block(m_idx, n_idx, *block_shape(t, m_idx, n_idx))
 
 
 def k_order(t: CatlassMatmulTiling, core: int) -> list:

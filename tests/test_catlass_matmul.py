@@ -114,6 +114,8 @@ def test_bad_input_is_a_clear_error(args, error):
     (np.zeros((32, 32), np.float16), np.zeros((16, 32), np.float16)),
     (np.zeros((32, 40), np.float16), np.zeros((40, 32), np.float16)),
     (np.zeros((0, 32), np.float16), np.zeros((32, 32), np.float16)),
+    ([[1.0], [1.0, 2.0]], np.zeros((32, 32), np.float16)),           # ragged: not an array
+    (None, np.zeros((32, 32), np.float16)),
 ])
 def test_bad_matrices_are_a_clear_error(a, b):
     with pytest.raises(NpusimError, match="catlass_matmul"):

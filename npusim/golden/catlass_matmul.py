@@ -2,28 +2,31 @@
 
 Per base block, the L1 k tiles in the order its core walks them (the shuffled k of
 ``ops/catlass_tiling.py``); within a tile, per 16-deep k step, the products summed exactly and
-rounded once to fp32, then added to the fp32 accumulator (``isa/cube.py``'s Mmad); at the end
-fp32 -> fp16 rounding to nearest even (FixPipe's F322F16).
+rounded once to fp32, then added to the fp32 accumulator (``isa/cube.py``'s Mmad; the
+convolution golden's ``group_gemm``); at the end fp32 -> fp16 rounding to nearest even
+(FixPipe's F322F16).
 """
 
 import numpy as np
 
-from npusim.ops.catlass_tiling import block_coord, k_order
+from npusim.golden.convolution import group_gemm
+from npusim.ops.catlass_tiling import block_of, k_order
 
 K0 = 16
+FP16_BITS = 11   # significant bits of an fp16 value, for group_gemm's exactness test
 
 
 def catlass_matmul(a, b, *, tiling, **_options):
     t = tiling
     out = np.zeros((t.m, t.n), np.float16)
     for task in range(t.tasks):
-        m_idx, n_idx = block_coord(t, task)
-        rows = slice(m_idx * t.l1_m, (m_idx + 1) * t.l1_m)
-        cols = slice(n_idx * t.l1_n, (n_idx + 1) * t.l1_n)
+        block = block_of(t, task)
+        rows = slice(block.m_idx * t.l1_m, block.m_idx * t.l1_m + block.rows)
+        cols = slice(block.n_idx * t.l1_n, block.n_idx * t.l1_n + block.cols)
         a_blk, b_blk = a[rows].astype(np.float64), b[:, cols].astype(np.float64)
-        acc = np.zeros((a_blk.shape[0], b_blk.shape[1]), np.float32)
+        acc = np.zeros((block.rows, block.cols), np.float32)
         for kt in k_order(t, task % t.block_dim):
-            for lo in range(kt * t.l1_k, min(t.k, (kt + 1) * t.l1_k), K0):
-                acc = acc + (a_blk[:, lo:lo + K0] @ b_blk[lo:lo + K0]).astype(np.float32)
+            k_tile = slice(kt * t.l1_k, min(t.k, (kt + 1) * t.l1_k))
+            acc = group_gemm(a_blk[:, k_tile], b_blk[k_tile], K0, acc, FP16_BITS)
         out[rows, cols] = acc.astype(np.float16)
     return {"c": out}
