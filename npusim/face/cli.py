@@ -50,21 +50,32 @@ def main(argv=None) -> int:
         status = _run(argv)
         interrupt.check()     # a Ctrl-C that something swallowed on the way still counts
         return status
-    except NpusimError as exc:
+    except KeyboardInterrupt:
+        return _interrupted(argv)
+    except Exception as exc:  # noqa: BLE001 - each kind is one line, see _error
+        if interrupt.requested():   # the Ctrl-C surfaced as another error: a C extension's
+            return _interrupted(argv)   # import turns it into "ImportError: initialization failed"
+        return _error(exc)
+
+
+def _interrupted(argv) -> int:
+    """The work is stopped; a second Ctrl-C must not cut the exit."""
+    interrupt.ignore()
+    print("npusim: interrupted", file=sys.stderr)
+    if argv is None:          # the command itself: leave now (see face/interrupt.py)
+        interrupt.leave(130)
+    return 130
+
+
+def _error(exc: Exception) -> int:
+    if isinstance(exc, NpusimError):
         return _fail(str(exc))
-    except KeyboardInterrupt:   # the work is stopped; a second Ctrl-C must not cut the exit
-        interrupt.ignore()
-        print("npusim: interrupted", file=sys.stderr)
-        if argv is None:          # the command itself: leave now (see face/interrupt.py)
-            interrupt.leave(130)
-        return 130
-    except OSError as exc:
+    if isinstance(exc, OSError):
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-    except Exception as exc:  # noqa: BLE001 - a bug: still one line, the details on request
-        if os.environ.get("NPUSIM_DEBUG"):
-            raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} "
-                     "(set NPUSIM_DEBUG=1 for the traceback)", 3)
+    if os.environ.get("NPUSIM_DEBUG"):      # a bug: still one line, the details on request
+        raise exc
+    return _fail(f"internal error: {type(exc).__name__}: {exc} "
+                 "(set NPUSIM_DEBUG=1 for the traceback)", 3)
 
 
 def _run(argv) -> int:
