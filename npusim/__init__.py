@@ -47,11 +47,11 @@ def __getattr__(name):
     if name in _LAZY:
         return _importlib.import_module(f"npusim.{name}")
     if name == "sweep":   # npusim.sweep(op_name, *, chip, shape, dtype, params, space, ...)
-        from npusim.studies.sweep import sweep
+        from npusim.studies.sweep.study import sweep
 
         return sweep
     if name == "predict":   # npusim.predict(workload, chips=...): the prediction table
-        from npusim.studies.predict import predict
+        from npusim.studies.predict.study import predict
 
         return predict
     raise AttributeError(f"module 'npusim' has no attribute {name!r}")

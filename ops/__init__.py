@@ -1,12 +1,12 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels, and
 ``catlass_matmul``, a GEMM shaped like CATLASS's that the validation table runs."""
 
-from npusim.ops.catlass_matmul import catlass_matmul
-from npusim.ops.convolution_backward import convolution_backward
-from npusim.ops.cross_entropy_loss_grad import cross_entropy_loss_grad
-from npusim.ops.embedding_dense_backward import embedding_dense_backward
-from npusim.ops.moe_token_permute_grad import moe_token_permute_grad
-from npusim.ops.silu_backward import silu_backward
+from npusim.ops.catlass.matmul import catlass_matmul
+from npusim.ops.convolution.backward import convolution_backward
+from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
+from npusim.ops.embedding.dense_backward import embedding_dense_backward
+from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
+from npusim.ops.silu.backward import silu_backward
 
 __all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
            "embedding_dense_backward", "moe_token_permute_grad", "silu_backward"]

@@ -103,8 +103,8 @@ def conv_chips(out: Path | None) -> None:
 
 def validation(out: Path) -> None:
     """``npusim validate`` over the whole table (one process), its plot into docs/modelling/."""
-    from npusim.studies.validate import validate
-    from npusim.studies.validate_report import plot_validation
+    from npusim.studies.validate.report import plot_validation
+    from npusim.studies.validate.study import validate
 
     result = validate(slow=True)
     plot_validation(result, target(out, "docs/modelling/validation.png"))

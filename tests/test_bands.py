@@ -1,7 +1,7 @@
-"""The error band beside each predicted time (npusim.studies.bands): the worst recorded error of
-the counted validation rows of the same operator on the same chip model, and where run,
-compare and predict show it. Figures come from a small table built here, or are computed from
-the committed table and status (they change whenever the model is re-recorded)."""
+"""The error band beside each predicted time (npusim.studies.validate.bands): the worst recorded
+error of the counted validation rows of the same operator on the same chip model, and where run,
+compare and predict show it. Figures come from a small table built here, or are computed from the
+committed table and status (they change whenever the model is re-recorded)."""
 
 import json
 from pathlib import Path
@@ -10,8 +10,8 @@ import pytest
 
 from npusim.chip import load_chip
 from npusim.face.cli import main
-from npusim.studies.bands import band, band_cell, total_band
-from npusim.studies.validate import load_status, load_table
+from npusim.studies.validate.bands import band, band_cell, total_band
+from npusim.studies.validate.study import load_status, load_table
 
 ROW = """[[row]]
 id = "{id}"

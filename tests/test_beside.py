@@ -26,7 +26,7 @@ from npusim.dsl import vector as vec
 from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.errors import HazardError
-from npusim.ops.embedding_v2 import atomic_add_out
+from npusim.ops.embedding.v2 import atomic_add_out
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from npusim import NpusimError, golden, ops
 from npusim.errors import ParamError, TilingError
-from npusim.ops.catlass_tiling import CatlassMatmulTiling, block_coord, block_shape, k_order
+from npusim.ops.catlass.tiling import CatlassMatmulTiling, block_coord, block_shape, k_order
 
 CHIP = "atlas-a2-910b3"
 CASES = [  # m, n, k, layout_b, tiling overrides

@@ -10,7 +10,7 @@ import torch
 import npusim.engine.sequence as seq
 from npusim import ops
 
-cb = importlib.import_module("npusim.ops.convolution_backward")
+cb = importlib.import_module("npusim.ops.convolution.backward")
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ def test_mixed_dw_without_its_barriers_races(kernels, monkeypatch):
     """Without the phase barriers the vector cores read slots while, or before, the cube
     cores write them, and gradWeight comes out wrong."""
     good, _ = det2d()
-    mixed = importlib.import_module("npusim.ops.conv_dw_mixed")
+    mixed = importlib.import_module("npusim.ops.convolution.dw_mixed")
     monkeypatch.setattr(mixed, "sync_all", lambda: None)
     bad, _ = det2d()
     k = kernels["Conv3DBackpropFilterV2"]

@@ -17,9 +17,10 @@ from test_op_convolution_backward import check, make_case
 
 from npusim import load_chip, ops
 from npusim.errors import TilingError
-from npusim.ops.conv_args import check_convolution_backward
-from npusim.ops.conv_geometry import dw_problem, dx_problem
-from npusim.ops.conv_tiling import conv_tiling, dw_l1_bytes, dx_l1_bytes
+from npusim.ops.convolution.args import check_convolution_backward
+from npusim.ops.convolution.geometry import dw_problem, dx_problem
+from npusim.ops.convolution.tiling import conv_tiling
+from npusim.ops.convolution.tiling_fit import dw_l1_bytes, dx_l1_bytes
 
 CHIPS = ("atlas-a2", "atlas-training")
 ONE = dict(dw_k_parts=1)   # gradWeight without atomic adds: bit-exact to the golden

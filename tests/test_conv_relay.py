@@ -1,5 +1,5 @@
 """A stride above what LoadData3D takes (its strideH / strideW are 6 bits, 1 to 63): the cube
-kernels re-lay the rows the windows reach (``ops/conv_relay.py``) instead of refusing
+kernels re-lay the rows the windows reach (``ops/convolution/relay.py``) instead of refusing
 (issue 16, item 3c). Every output bit-identical to the golden and within tolerance of torch
 (``check``); what cannot be re-laid is one TilingError naming the stride and the window.
 """
@@ -10,8 +10,8 @@ from test_op_convolution_backward import check, make_case
 
 from npusim import ops
 from npusim.errors import TilingError
-from npusim.ops.conv_geometry import MapAxis
-from npusim.ops.conv_relay import relaid_view
+from npusim.ops.convolution.geometry import MapAxis
+from npusim.ops.convolution.relay import relaid_view
 
 CHIPS = ("atlas-a2", "atlas-training")
 DW = dict(dw_k_parts=1)

@@ -1,6 +1,6 @@
-"""Which gradWeight kernel a 3-D convolution runs on Atlas A2 (ops/conv_route.py, after ops-nn's
-IsConv3DBackpropFilterV2), the MemSet the TBE kernel needs, and the start-up each kernel pays
-by how CANN builds it (TBE / TIK or Ascend C: npusim/engine/kernel_costs.py)."""
+"""Which gradWeight kernel a 3-D convolution runs on Atlas A2 (ops/convolution/route.py, after
+ops-nn's IsConv3DBackpropFilterV2), the MemSet the TBE kernel needs, and the start-up each kernel
+pays by how CANN builds it (TBE / TIK or Ascend C: npusim/engine/kernel_costs.py)."""
 
 import numpy as np
 import pytest
@@ -43,7 +43,7 @@ def test_aclnn_picks_the_kernel_ops_nn_picks(kw, v2):
     r, _ = conv3d(numerics=False, **kw)
     assert r.tiling.dw_v2 is v2
     if v2:   # V2 zeroes its own output: no MemSet before it (after it, with groups, the
-        t = types(r)   # grouped TransData's: ops/transdata_groups.py)
+        t = types(r)   # grouped TransData's: ops/transdata/groups.py)
         assert "MemSet" not in t[:t.index("Conv3DBackpropFilterV2")]
         assert ("MemSet" in t) == (kw.get("groups", 1) > 1)
     else:   # the TBE kernel adds atomically into a MemSet-zeroed output, always

@@ -9,7 +9,7 @@ import pytest
 
 from npusim.errors import NpusimError
 from npusim.face.cli import main
-from npusim.studies import correlate as corr
+from npusim.studies.validate import correlate as corr
 
 EXAMPLE = Path(corr.__file__).with_name("examples") / "op_summary_published.csv"
 HEADER = ("Op Name,OP Type,Task Duration(us),Input Shapes,Input Data Types,Input Formats,"
@@ -141,8 +141,8 @@ def test_read_csv_error_is_an_npusim_error(tmp_path):
 
 
 def test_plot_points_are_numbered_by_csv_line_and_barred_by_their_operators_band():
-    from npusim.studies.bands import band
-    from npusim.studies.validate_report import correlate_points
+    from npusim.studies.validate.bands import band
+    from npusim.studies.validate.report import correlate_points
 
     rows = [{"line": 2, "op_type": "SiluGrad", "op": "silu_backward", "status": "ok",
              "measured_us": 10.0, "predicted_us": 11.0},
@@ -159,7 +159,7 @@ def test_plot_points_are_numbered_by_csv_line_and_barred_by_their_operators_band
 
 
 def test_points_too_close_to_label_apart_share_one_label():
-    from npusim.studies.scatter_plot import Point, _clusters
+    from npusim.studies.validate.scatter_plot import Point, _clusters
 
     points = [Point(10.0, 10.0, 1, "a", None), Point(10.1, 10.1, 2, "b", None),
               Point(100.0, 50.0, 3, "c", None), Point(10.0, 20.0, 4, "d", None)]
@@ -172,7 +172,7 @@ def test_labels_of_a_crowded_plot_do_not_cover_each_other():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from npusim.studies.scatter_plot import Point, _clusters, _label
+    from npusim.studies.validate.scatter_plot import Point, _clusters, _label
 
     points = [Point(50.0 * 1.02 ** i, 50.0 * 1.05 ** (i % 4), i + 1, "p", None)
               for i in range(12)]

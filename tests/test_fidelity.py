@@ -1,12 +1,12 @@
-"""The fidelity rule (npusim.studies.fidelity): a prediction closer to a peak than any published
-measurement backs is flagged in npusim run's summary, the compare / demo tables and the predict
-report."""
+"""The fidelity rule (npusim.studies.validate.fidelity): a prediction closer to a peak than any
+published measurement backs is flagged in npusim run's summary, the compare / demo tables and the
+predict report."""
 
 from pathlib import Path
 
 
 def test_fidelity_rule_backs_or_flags_a_prediction_near_a_peak():
-    from npusim.studies.fidelity import check
+    from npusim.studies.validate.fidelity import check
 
     assert check("atlas-a2", "compute", 0.80, 1 << 30) == ""          # below 85%
     backed = check("atlas-a2", "compute", 0.87, 1 << 30)               # 910B2 torch.mm: 89%
@@ -27,7 +27,7 @@ def test_a_run_at_the_hbm_roofline_carries_the_flag(tmp_path):
     from npusim.cases.run import metrics, run_case
     from npusim.chip import load_chip
     from npusim.face.report import compare_markdown, compare_text, summary_lines
-    from npusim.studies.predict_report import notes
+    from npusim.studies.predict.report import notes
 
     text = Path(load_chip("atlas-a2").path).read_text()
     slow = tmp_path / "slow-hbm.toml"

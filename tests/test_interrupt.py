@@ -133,7 +133,7 @@ def _long_op_summary(example: str, tmp_path) -> str:
 
 @pytest.mark.parametrize("command", list(OTHERS))
 def test_one_sigint_ends_the_other_long_commands(command, tmp_path):
-    from npusim.studies import correlate
+    from npusim.studies.validate import correlate
 
     example = _long_op_summary(os.path.join(os.path.dirname(correlate.__file__), "examples",
                                             "op_summary_published.csv"), tmp_path)

@@ -10,7 +10,7 @@ from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
 from npusim.isa.move_atomic import AtomicAddCopy
-from npusim.ops.embedding_v2 import atomic_add_out
+from npusim.ops.embedding.v2 import atomic_add_out
 
 
 class AddRowKernel(Kernel):

@@ -1,5 +1,6 @@
 """Per-kernel fixed costs of an operator's sequence (npusim/engine/kernel_costs.py), the MemSet
-kernel before atomic adds (ops/memset.py) and the kernel names as CANN names them (issue 16)."""
+kernel before atomic adds (ops/common/memset.py) and the kernel names as CANN names them
+(issue 16)."""
 
 import importlib
 import json
@@ -149,7 +150,7 @@ def test_memset_before_the_atomic_dw_kernel():
 
 
 def test_missing_memset_is_caught(monkeypatch):
-    cb = importlib.import_module("npusim.ops.convolution_backward")
+    cb = importlib.import_module("npusim.ops.convolution.backward")
     monkeypatch.setattr(cb, "launch_memset", lambda run, dst, total: None)
     r = conv(tiling={"dw_k_parts": 2})
     assert unzeroed_atomic_kernels(r.stats) == ["Conv2DBackpropFilter"]
@@ -158,7 +159,7 @@ def test_missing_memset_is_caught(monkeypatch):
 def test_memset_zeroes_its_target():
     """The MemSet kernel really writes zeros: dirty the workspace first, gradWeight is right."""
     from npusim.engine.sequence import OpRun
-    from npusim.ops.memset import launch_memset
+    from npusim.ops.common.memset import launch_memset
 
     run = OpRun("atlas-a2")
     ws = run.gm.tensor("ws", np.float32, 1000, np.full(1000, 7.0, np.float32))

@@ -92,7 +92,8 @@ def test_the_walk_finds_the_rooms_and_their_imports():
     assert graph.number_of_nodes() > 120
     assert graph.has_edge("npusim.engine.launch", "npusim.engine.timed")
     assert graph.has_edge("npusim.face.cli", "npusim.errors")
-    assert graph.has_edge("npusim.ops.silu_backward", "npusim.dsl")
+    assert graph.has_edge("npusim.ops.silu.backward", "npusim.dsl")
+    assert graph.has_edge("npusim.ops.convolution.backward", "npusim.ops.transdata.kernel")
 
 
 def test_no_module_imports_from_a_higher_layer():
@@ -119,6 +120,50 @@ def test_the_studies_reach_operators_only_through_the_registry():
     bad = [(a, b) for a, b in graph.edges if a.startswith("npusim.studies")
            and b.startswith(banned)]
     assert not bad, bad
+
+
+# Which operator families an ``ops/`` family may import, beside ``ops.common``: the
+# convolution launches TransData around its cube kernels (kernels.md §2(b)).
+FAMILY_USES = {"convolution": {"transdata"}}
+
+
+def family(module: str) -> str | None:
+    """``npusim.ops.convolution.tiling`` -> "convolution"; None outside a family package."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["npusim", "ops"] else None
+
+
+def test_ops_has_one_package_per_family_and_families_keep_to_their_own():
+    """``ops/`` holds packages, one per operator family, and ``ops/common/`` (issue 40); a
+    family imports only itself, ``ops.common`` and the families ``FAMILY_USES`` names, and
+    ``ops.common`` imports no family."""
+    assert not [p.name for p in (ROOT / "ops").glob("*.py") if p.name != "__init__.py"]
+    graph = import_graph()
+    bad = []
+    for a, b in graph.edges:
+        fa, fb = family(a), family(b)
+        if fa is None or fb is None or fa == fb or fb == "common":
+            continue
+        if fb not in FAMILY_USES.get(fa, set()):
+            bad.append(f"{a} imports {b}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_ops_module_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "ops").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert not long, long
+
+
+def test_the_studies_are_one_package_per_study():
+    """``npusim/studies/`` keeps its executor and workloads at the top and one package per
+    study: predict, sweep, validate (with correlate, calibration, bands and ranking)."""
+    top = {p.stem for p in (ROOT / "npusim" / "studies").glob("*.py")}
+    assert top == {"__init__", "executor", "workload"}, top
+    for study in ("predict", "sweep", "validate"):
+        assert (ROOT / "npusim" / "studies" / study / "__init__.py").is_file(), study
+    assert family("npusim.ops.convolution.tiling") == "convolution"
+    assert family("npusim.ops.convolution") is None
 
 
 def test_no_import_circle():

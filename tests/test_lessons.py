@@ -128,7 +128,7 @@ def test_the_python_call_raises_a_lesson_error_for_bad_input(tmp_path):
 def test_every_code_excerpt_on_a_page_is_in_the_code_it_quotes():
     """A page's ``py`` blocks are excerpts, line for line, of its script (lesson 8's of the
     operator), so an excerpt cannot drift from the code the tests run."""
-    quoted_from = {"08": ROOT / "ops" / "silu_backward.py"}
+    quoted_from = {"08": ROOT / "ops" / "silu" / "backward.py"}
     for script in SCRIPTS:
         page = script.with_suffix(".md").read_text()
         source = quoted_from.get(script.stem[:2], script).read_text().splitlines()

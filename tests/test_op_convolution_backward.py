@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from npusim import golden, ops
 from npusim.dtypes import name_of
 from npusim.errors import ParamError, TilingError
-from npusim.ops.convolution_backward import golden_options
+from npusim.ops.convolution.backward import golden_options
 from op_check import assert_bit_equal, assert_close
 
 CHIPS = ("atlas-a2", "atlas-training")
@@ -213,7 +213,7 @@ def test_grouped_dw_on_enlarged_groups(case):
 def test_group_enlarge_follows_cann():
     """CANN's own tilings (ops-nn conv3d_backprop_filter_v2 knowledge base, Ascend950PR:
     96 and 32 depthwise groups run as realGroup 6 and 2 with cin1G = cout1G = 16 lanes)."""
-    from npusim.ops.conv_geometry import group_enlarge
+    from npusim.ops.convolution.geometry import group_enlarge
     assert [group_enlarge(g, 1, 1) for g in (96, 32, 6, 1)] == [16, 16, 6, 1]
     assert group_enlarge(4, 24, 24) == 2 and group_enlarge(8, 16, 16) == 1
 

@@ -17,8 +17,8 @@ from npusim import golden, ops
 from npusim.dtypes import bfloat16
 from npusim.errors import HazardError, MemoryAccessError, NpusimError, ParamError, TilingError
 from npusim.face.cli import main as npusim_main
-from npusim.ops import ce_kernel
-from npusim.ops.ce_tiling import (
+from npusim.ops.cross_entropy import kernel as ce_kernel
+from npusim.ops.cross_entropy.tiling import (
     CrossEntropyLossGradTiling,
     cann_col_chunk,
     chunk_bytes,

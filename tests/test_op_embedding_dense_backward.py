@@ -21,7 +21,7 @@ from npusim.errors import (
     ParamError,
     TilingError,
 )
-from npusim.ops.embedding_tiling import embedding_tiling, max_v2_chunk
+from npusim.ops.embedding.tiling import embedding_tiling, max_v2_chunk
 from op_check import assert_bit_equal, assert_close
 
 RTOL = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1.6e-2}

@@ -17,7 +17,7 @@ from npusim import golden, ops
 from npusim.cases.moe_token_permute_grad import moe_routing
 from npusim.dtypes import bfloat16
 from npusim.errors import NpusimError, ParamError, TilingError
-from npusim.ops.moe_permute_grad_tiling import Problem, max_chunk, moe_token_permute_grad_tiling
+from npusim.ops.moe.permute_grad_tiling import Problem, max_chunk, moe_token_permute_grad_tiling
 from op_check import FLOOR, assert_bit_equal, check_op
 from trace_check import check_trace
 

@@ -11,7 +11,7 @@ import npusim
 from npusim import golden, ops
 from npusim.dtypes import bfloat16
 from npusim.errors import ParamError, TilingError
-from npusim.ops.silu_backward import SiluBackwardTiling, max_tile_length, silu_backward_tiling
+from npusim.ops.silu.backward import SiluBackwardTiling, max_tile_length, silu_backward_tiling
 from op_check import assert_bit_equal, check_op
 from trace_check import check_trace
 

@@ -11,7 +11,7 @@ from npusim.cases import CASES
 from npusim.cases.run import run_case
 from npusim.errors import NpusimError
 from npusim.face.cli import main
-from npusim.studies.predict import predict
+from npusim.studies.predict.study import predict
 from npusim.studies.workload import load_workload, rescale, workload_names
 
 SMALL = """name = "small"
@@ -173,7 +173,7 @@ def test_every_chart_has_a_legend_or_labels_and_compares_the_same_calls(small):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from npusim.studies import predict_figures as figs
+    from npusim.studies.predict import figures as figs
 
     _, result = small
     for draw in (figs.layers, figs.totals, figs.roofline):
@@ -191,7 +191,7 @@ def test_every_chart_has_a_legend_or_labels_and_compares_the_same_calls(small):
 
 
 def test_every_call_is_named_in_every_table_and_row(small, tmp_path):
-    from npusim.studies.predict_report import blocks, to_json
+    from npusim.studies.predict.report import blocks, to_json
 
     _, result = small
     notes = [c.note for c in result["workload"].calls]
@@ -256,7 +256,7 @@ def test_formats_internal_leaves_out_the_activation_conversions(tmp_path):
     assert row["time_us"] == pytest.approx(row["run_us"] - row["left_out_us"])
     assert row["left_out_us"] == pytest.approx(sum(k["us"] for k in left)) and left
     assert result["totals"]["atlas-a2"]["left_out_us"] == pytest.approx(row["left_out_us"] * 3)
-    from npusim.studies.predict_report import markdown
+    from npusim.studies.predict.report import markdown
 
     assert "Formats: internal" in markdown(result)
 
@@ -291,7 +291,7 @@ def test_chips_take_a_users_toml_and_the_310p(small, tmp_path):
 
 def test_a_workload_no_two_chips_share_still_reports(tmp_path):
     from npusim.face.outdir import OutputDir
-    from npusim.studies.predict_report import markdown, write_report
+    from npusim.studies.predict.report import markdown, write_report
 
     path = tmp_path / "a2.toml"
     loss = SMALL.split("[[call]]")[3].split("[[unmodelled]]")[0]
@@ -304,7 +304,7 @@ def test_a_workload_no_two_chips_share_still_reports(tmp_path):
 
 
 def test_the_step_accounting_counts_from_the_shapes(small):
-    from npusim.studies.step_accounting import count
+    from npusim.studies.predict.step_accounting import count
 
     assert count("batch_norm_backward", (2, 3, 4, 5), {}, "float16") == (1200.0, 720)
     assert count("linear_backward", (32, 2048), {"out": "1000"}, "float16") == (
@@ -394,7 +394,7 @@ def _shrunk(workload):
 @pytest.mark.parametrize("name", ["resnet50-backward", "moe-llm-layer-backward"])
 def test_both_shipped_workloads_run_on_both_chips(name, tmp_path):
     from npusim.face.outdir import OutputDir
-    from npusim.studies.predict_report import write_report
+    from npusim.studies.predict.report import write_report
 
     result = predict(_shrunk(load_workload(name)), jobs=2)
     for r in result["rows"]:

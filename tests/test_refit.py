@@ -1,11 +1,11 @@
-"""The fit of the A2 model's TBE start-up and L0B img2col rate (npusim/studies/refit.py): the
-committed numbers are what the fit gives, and the held-out half meets issue 29's targets."""
+"""The fit of the A2 model's TBE start-up and L0B img2col rate (npusim/studies/validate/refit.py):
+the committed numbers are what the fit gives, and the held-out half meets issue 29's targets."""
 
 import pytest
 
 from npusim.chip import load_chip
-from npusim.studies import refit
-from npusim.studies.refit import FIT_IDS, Body
+from npusim.studies.validate import refit
+from npusim.studies.validate.refit import FIT_IDS, Body
 
 # issue 29's targets, set before the fit: mean |error| at most 15%, 14 of 17 within +-20%,
 # on the half not fitted as well as on all (14 of 17 scaled to the 8 held out: 7)
@@ -23,7 +23,7 @@ def committed():
 
 def test_the_model_keeps_the_start_up_fitted_on_all_rows(committed):
     """At the committed rate (the rate grid itself is too slow for the suite: run
-    ``python -m npusim.studies.refit``), the start-up with the least mean |error| on all 17
+    ``python -m npusim.studies.validate.refit``), the start-up with the least mean |error| on all 17
     is the model's, and both meet the targets."""
     chip, table = committed
     (rows,) = table.values()

@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from npusim.face.cli import main
-from npusim.studies import validate as val
+from npusim.studies.validate import study as val
 
 SILU = ["sweep", "silu_backward", "--shape", "64x1024", "--jobs", "1"]
 TILE = ["--tiling", "tile_length=1024,2048"]

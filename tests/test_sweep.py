@@ -8,10 +8,10 @@ import pytest
 
 from npusim.errors import NpusimError
 from npusim.face.cli import main
-from npusim.studies import sweep as sweep_mod
-from npusim.studies import sweep_store
-from npusim.studies.space import parse_space, points
-from npusim.studies.sweep import sweep
+from npusim.studies.sweep import store as sweep_store
+from npusim.studies.sweep import study as sweep_mod
+from npusim.studies.sweep.space import parse_space, points
+from npusim.studies.sweep.study import sweep
 
 SILU = dict(chip="atlas-a2", shape=(64, 1024),
             space=["tile_length=pow2:1024:8192", "buffer_num=1,2", "block_dim=8:24:8"])
@@ -208,7 +208,7 @@ def test_resume_drops_a_half_written_last_row(silu_rows, tmp_path):
 def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_failure(
         silu_rows):
     from npusim.cases import CASES
-    from npusim.studies.sweep_report import markdown
+    from npusim.studies.sweep.report import markdown
 
     rows, out = silu_rows
     text = (out / "sweep.md").read_text()
@@ -216,7 +216,7 @@ def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_fai
     assert "What limits the default: it is held by" in text and "of the critical path" in text
     assert "Bottleneck:" not in text
     plain = {k: v for k, v in rows[0].items() if k != "path"}
-    from npusim.studies.sweep_report import what_limits
+    from npusim.studies.sweep.report import what_limits
     assert what_limits(plain).startswith("reaches") or "roofline" in what_limits(plain)
     ran = sum(r["status"] == "ok" for r in rows)
     default = dict(rows[0], effective_tiling=dict(rows[0]["tiling"]))   # one of the points
@@ -232,7 +232,7 @@ def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_fai
 
 def test_sweep_png_marks_default_and_best_on_a_categorical_axis_for_few_values():
     from npusim.cases import CASES
-    from npusim.studies.sweep_report import axis, title
+    from npusim.studies.sweep.report import axis, title
 
     assert axis([1, 2, 2, 1]) == ([0.0, 1.0, 1.0, 0.0], ["1", "2"])
     assert axis([True, False]) == ([1.0, 0.0], ["False", "True"])

@@ -1,5 +1,5 @@
-"""The TIK TransData core split (ops/tik_split.py) and the grouped gradWeight TransData that
-runs on it (ops/transdata_groups.py): one UB buffer, an enlarged group's real groups in series
+"""The TIK TransData core split (ops/transdata/tik_split.py) and the grouped gradWeight TransData
+that runs on it (ops/transdata/groups.py): one UB buffer, an enlarged group's real groups in series
 on one core (CANN 8.1.RC1 impl/dynamic/trans_data_groups.py)."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from npusim import ops
 from npusim.chip import load_chip
-from npusim.ops.tik_split import axis_score, tik_lanes
+from npusim.ops.transdata.tik_split import axis_score, tik_lanes
 
 # (loop count, cores, score) worked by hand from _get_mc_info_negative's arithmetic
 SCORES = [(4, 48, 4), (47, 48, 47), (48, 48, 96), (49, 48, 49), (96, 48, 96), (100, 48, 52)]

@@ -5,7 +5,8 @@ import pytest
 
 from npusim.dtypes import bfloat16
 from npusim.engine.sequence import OpRun
-from npusim.ops.transdata import plan_from_nd, plan_to_5hd, run_transdata
+from npusim.ops.transdata.kernel import run_transdata
+from npusim.ops.transdata.plan import plan_from_nd, plan_to_5hd
 
 
 def to_5hd(chip, x, groups=1):

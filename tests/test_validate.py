@@ -17,8 +17,8 @@ import pytest
 from npusim.chip import models_dir
 from npusim.errors import NpusimError
 from npusim.face.cli import main
-from npusim.studies import ranking
-from npusim.studies import validate as val
+from npusim.studies.validate import ranking
+from npusim.studies.validate import study as val
 
 ROWS = val.load_table()
 SLOW = os.environ.get("NPUSIM_SLOW") == "1"

@@ -13,7 +13,7 @@ from npusim.cases.run import run_case
 from npusim.dsl import Kernel, TPosition, TQue, cube, get_block_idx, get_block_num
 from npusim.errors import TilingError
 from npusim.face.lesson_specs import TARGETS
-from npusim.studies.validate import load_table
+from npusim.studies.validate.study import load_table
 
 lesson6 = importlib.import_module("06_cube")
 F = 16
@@ -90,7 +90,7 @@ def run(kernel, m=256, n=128, k=512, cores=2):
 
 def catlass(row):
     """A CATLASS row of the validation table run as the table runs it (npusim's CATLASS-shaped
-    kernel, ``ops/catlass_matmul.py``, timing only): (cores, the kernel's cycles)."""
+    kernel, ``ops/catlass/matmul.py``, timing only): (cores, the kernel's cycles)."""
     case = find_case(row.op)
     run = run_case(case, row.model, row.shape, row.dtype, case.parse_params(row.params),
                    tiling=row.tiling or None, numerics=False, trace=False)

@@ -10,8 +10,8 @@ import numpy as np
 from npusim.aclnn.runtime import array_of, current_chip, execute, two_phase
 from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError
 from npusim.ops.common import require, resolve_chip
-from npusim.ops.conv_args import OP, check_convolution_backward
-from npusim.ops.convolution_backward import convolution_backward
+from npusim.ops.convolution.args import OP, check_convolution_backward
+from npusim.ops.convolution.backward import convolution_backward
 
 OUTPUTS = ("gradInput", "gradWeight", "gradBias")
 

@@ -8,9 +8,9 @@ writes xGradOut. reduction is a string ("none", "mean", "sum"), as the C API's `
 import numpy as np
 
 from npusim.aclnn.runtime import array_of, current_chip, execute, two_phase
-from npusim.ops.ce_args import check_cross_entropy_loss_grad
 from npusim.ops.common import resolve_chip
-from npusim.ops.cross_entropy_loss_grad import (
+from npusim.ops.cross_entropy.args import check_cross_entropy_loss_grad
+from npusim.ops.cross_entropy.loss_grad import (
     OP,
     cross_entropy_loss_grad,
     plan,

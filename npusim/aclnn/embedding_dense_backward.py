@@ -9,8 +9,8 @@ import numpy as np
 
 from npusim.aclnn.runtime import array_of, current_chip, execute, two_phase
 from npusim.ops.common import resolve_chip
-from npusim.ops.embedding_args import OP, check_embedding_dense_backward
-from npusim.ops.embedding_dense_backward import SYSTEM_WORKSPACE_BYTES, embedding_dense_backward
+from npusim.ops.embedding.args import OP, check_embedding_dense_backward
+from npusim.ops.embedding.dense_backward import SYSTEM_WORKSPACE_BYTES, embedding_dense_backward
 
 
 def aclnnEmbeddingDenseBackwardGetWorkspaceSize(  # noqa: N802

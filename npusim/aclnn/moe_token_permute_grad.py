@@ -8,7 +8,7 @@ import numpy as np
 
 from npusim.aclnn.runtime import array_of, current_chip, execute, two_phase
 from npusim.ops.common import resolve_chip
-from npusim.ops.moe_token_permute_grad import (
+from npusim.ops.moe.token_permute_grad import (
     OP,
     check_moe_token_permute_grad,
     moe_token_permute_grad,

@@ -4,7 +4,7 @@ import numpy as np
 
 from npusim.aclnn.runtime import array_of, current_chip, execute, two_phase
 from npusim.ops.common import resolve_chip
-from npusim.ops.silu_backward import OP, check_silu_backward, silu_backward
+from npusim.ops.silu.backward import OP, check_silu_backward, silu_backward
 
 
 def aclnnSiluBackwardGetWorkspaceSize(gradOutput, self, gradInput):  # noqa: N802, N803

@@ -1,12 +1,12 @@
 """The case of ``catlass_matmul``, a GEMM kernel shaped like CATLASS's: not an aclnn operator.
 
-It is what the validation table's CATLASS rows run (``ops/catlass_matmul.py``), and ``npusim
+It is what the validation table's CATLASS rows run (``ops/catlass/matmul.py``), and ``npusim
 run catlass_matmul`` runs it like an operator: ``--shape MxNxK``, ``--param layout_b=column|zn``.
 """
 
 from npusim.cases.common import OpCase, Param, random_array
 from npusim.errors import NpusimError
-from npusim.ops.catlass_tiling import LAYOUTS_B
+from npusim.ops.catlass.tiling import LAYOUTS_B
 
 
 def _layout(text: str) -> str:

@@ -111,7 +111,7 @@ def _conv_make(shape, dtype, params, rng):
 
 def _conv_golden_options(result, args, kwargs) -> dict:
     """What the run chose that the golden must round like (the op module says which)."""
-    from npusim.ops.convolution_backward import golden_options
+    from npusim.ops.convolution.backward import golden_options
 
     return golden_options(result, *args, kwargs["cube_math_type"])
 

@@ -47,7 +47,7 @@ def checked_run(op: str, shape, params: dict, **options):
 
 def prediction(workload: str, batch: int | None = None, **options):
     """``npusim predict WORKLOAD --jobs 1`` (``batch``: every call's leading dimension)."""
-    from npusim.studies.predict import predict
+    from npusim.studies.predict.study import predict
     from npusim.studies.workload import load_workload
 
     wl = load_workload(workload)

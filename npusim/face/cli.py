@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.predict_command)
     p = sub.add_parser("validate", help="predictions against published hardware "
                        "measurements", description="Run every row of the validation table "
-                       "(published Ascend measurements: npusim/studies/validation.toml) "
+                       "(published Ascend measurements: npusim/studies/validate/validation.toml) "
                        "timing-only and print each row's measured and predicted time, error "
                        "and tolerance, the mean absolute error, and each ranking pair (two "
                        "measured tilings of one case: npusim's ratio of their times against "

@@ -14,7 +14,7 @@ from npusim.errors import NpusimError
 def sweep_command(args) -> int:
     from npusim.cases import parse_shape
     from npusim.studies.executor import default_jobs
-    from npusim.studies.sweep import sweep
+    from npusim.studies.sweep.study import sweep
 
     case = args.case
     rows = sweep(case.name, chip=args.chip,
@@ -35,8 +35,8 @@ def predict_command(args) -> int:
     from npusim.face.outdir import OutputDir
     from npusim.face.progress import Bar
     from npusim.studies.executor import connect, default_jobs
-    from npusim.studies.predict import predict, resolve_chips
-    from npusim.studies.predict_report import text_lines, write_report
+    from npusim.studies.predict.report import text_lines, write_report
+    from npusim.studies.predict.study import predict, resolve_chips
     from npusim.studies.workload import load_workload, rescale
 
     wl = load_workload(args.workload)
@@ -76,8 +76,8 @@ def _batch(text: str) -> int:
 
 
 def validate_command(args) -> int:
-    from npusim.studies.validate import load_table, validate, write_status
-    from npusim.studies.validate_report import text_lines, write_validation
+    from npusim.studies.validate.report import text_lines, write_validation
+    from npusim.studies.validate.study import load_table, validate, write_status
 
     rows = load_table(args.table)
     todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
@@ -92,8 +92,8 @@ def validate_command(args) -> int:
 
 def correlate_command(args) -> int:
     from npusim.chip import load_chip
-    from npusim.studies.correlate import correlate, plan, read_csv
-    from npusim.studies.validate_report import correlate_text, write_correlation
+    from npusim.studies.validate.correlate import correlate, plan, read_csv
+    from npusim.studies.validate.report import correlate_text, write_correlation
 
     chip = load_chip(args.chip)
     rows = read_csv(args.csv)

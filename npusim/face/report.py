@@ -3,14 +3,14 @@
 ``summary_lines`` is the readable summary of one run (check, time and its error band, achieved
 rates, GM traffic, roofline, pipes, buffers, tiling, the fidelity rule's flag); ``compare_text``
 and ``compare_markdown`` put several chips side by side; ``chip_table`` lists the chip models.
-The numbers come from ``npusim.cases.run.metrics`` and the bands from ``npusim.studies.bands``;
-this module only words and aligns them.
+The numbers come from ``npusim.cases.run.metrics`` and the bands from
+``npusim.studies.validate.bands``; this module only words and aligns them.
 """
 
 from npusim.cases.run import CaseRun, metrics, tiling_dict
 from npusim.chip import load_chip
-from npusim.studies.bands import band, band_cell
-from npusim.studies.fidelity import check
+from npusim.studies.validate.bands import band, band_cell
+from npusim.studies.validate.fidelity import check
 
 
 def shape_text(shape) -> str:
@@ -74,12 +74,12 @@ def _timed(run: CaseRun) -> bool:
 
 
 def run_band(run: CaseRun) -> dict | None:
-    """The error band of a timed run's kind (``npusim.studies.bands``), or None."""
+    """The error band of a timed run's kind (``npusim.studies.validate.bands``), or None."""
     return band(run.case.name, run.chip) if _timed(run) else None
 
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
-    """The fidelity rule's sentence for a timed run (``npusim.studies.fidelity``), or ""."""
+    """The fidelity rule's sentence for a timed run (``studies.validate.fidelity``), or ""."""
     if not _timed(run):
         return ""
     m = m or metrics(run)
@@ -192,7 +192,7 @@ def compare_text(runs: list) -> list:
 
 
 def band_lines(runs: list) -> list:
-    """'chip: error band: ...' for every timed run (``npusim.studies.bands``)."""
+    """'chip: error band: ...' for every timed run (``npusim.studies.validate.bands``)."""
     return [f"{r.chip.name}: error band: {b['text']}" for r in runs if (b := run_band(r))]
 
 

@@ -1,7 +1,7 @@
 """Numpy reference of ``catlass_matmul``: C = A.B in the kernel's rounding order.
 
 Per base block, the L1 k tiles in the order its core walks them (the shuffled k of
-``ops/catlass_tiling.py``); within a tile, per 16-deep k step, the products summed exactly and
+``ops/catlass/tiling.py``); within a tile, per 16-deep k step, the products summed exactly and
 rounded once to fp32, then added to the fp32 accumulator (``isa/cube.py``'s Mmad; the
 convolution golden's ``group_gemm``); at the end fp32 -> fp16 rounding to nearest even
 (FixPipe's F322F16).
@@ -10,7 +10,7 @@ convolution golden's ``group_gemm``); at the end fp32 -> fp16 rounding to neares
 import numpy as np
 
 from npusim.golden.convolution import group_gemm
-from npusim.ops.catlass_tiling import block_of, k_order
+from npusim.ops.catlass.tiling import block_of, k_order
 
 K0 = 16
 FP16_BITS = 11   # significant bits of an fp16 value, for group_gemm's exactness test

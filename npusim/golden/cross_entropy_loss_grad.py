@@ -1,4 +1,5 @@
-"""CrossEntropyLossGrad's golden: the kernel's fp32 chain in its order (``ops/ce_kernel.py``).
+"""CrossEntropyLossGrad's golden: the kernel's fp32 chain in its order
+(``ops/cross_entropy/kernel.py``).
 
 mask = fp32(target) != fp32(ignore_index) (targets cast with round-to-nearest-even), mask x
 weight[target] in fp32 (0 weight for ignored rows when ignore_index < 0). mean: each core's rows

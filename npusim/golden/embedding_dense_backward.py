@@ -15,8 +15,8 @@ import ml_dtypes
 import numpy as np
 
 from npusim.golden.atomic import U32, AtomicSum
-from npusim.ops.embedding_args import cast_indices
-from npusim.ops.embedding_tiling import embedding_tiling
+from npusim.ops.embedding.args import cast_indices
+from npusim.ops.embedding.tiling import embedding_tiling
 
 F32 = np.float32
 SINGLE_WRITER = {("deterministic", False), ("deterministic", True), ("v1", True)}
@@ -30,7 +30,7 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
     sum. With ``atomic``, an output whose partial sums meet from several cores comes back as
     an ``AtomicSum`` carrying the summation-order bound (what ``npusim run`` checks)."""
     from npusim.chip import load_chip
-    from npusim.ops.embedding_dense_backward import with_variant
+    from npusim.ops.embedding.dense_backward import with_variant
 
     chip = load_chip(chip)
     grad = np.asarray(grad)

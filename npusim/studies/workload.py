@@ -12,10 +12,10 @@ batch; the workload's ``batch`` says what that batch is (``batch_unit``: of what
 ``n / batch``; a call without one keeps its shape). ``formats`` is ``"aclnn"`` (the default:
 each call as its aclnn operator runs it, converting NCHW to the chip's formats and back) or
 ``"internal"`` (a framework that keeps activations and their gradients in NC1HWC0 between
-layers: the report leaves out those conversions, see ``npusim.studies.predict``).
+layers: the report leaves out those conversions, see ``npusim.studies.predict.study``).
 ``[[unmodelled]]`` entries describe the layers of the step npusim does not run (``kind``,
 ``shape``, ``dtype``, ``count``, ``params``, ``note``, ``batch_dim``), for the share of the
-step's FLOPs and bytes the modelled calls cover (``npusim.studies.step_accounting``).
+step's FLOPs and bytes the modelled calls cover (``npusim.studies.predict.step_accounting``).
 Loading checks every entry against the command's registry; a malformed one is a one-line
 ``NpusimError`` naming the file, the entry and what is allowed. An operator the registry lists
 but ``npusim.ops`` does not have yet is kept, marked not modelled yet.
@@ -195,7 +195,7 @@ def _batch_dim(where: str, entry: dict, shape: tuple):
 
 def _unmodelled(path, index: int, entry) -> Unmodelled:
     from npusim.cases import parse_shape
-    from npusim.studies.step_accounting import DTYPE_BYTES, check_entry
+    from npusim.studies.predict.step_accounting import DTYPE_BYTES, check_entry
 
     where = f"{path}: unmodelled {index}"
     if not isinstance(entry, dict):

@@ -1,0 +1,130 @@
+"""One row of a prediction: a call on a chip, its time by kernel and by what limits it.
+
+Each timed point's record lists the operator's kernels (``stats["kernels"]``: TransData,
+Conv2DBackpropInput, MemSet, ...) with their cycles and the stream's gap before each, and each
+kernel's critical path by what (``kernel_paths``: a pipe's work or a kind of wait, the
+kernel's launch and gap included). A kernel's time is its cycles plus the gap before it; the
+kernels' times sum to the call's simulated time.
+
+Formats. ``"aclnn"`` counts every kernel, as the aclnn operator runs them. ``"internal"``
+leaves out the kernels that convert activations and their gradients between NCHW and the
+chip's formats (``is_conversion``: a TransData kernel of any tensor but the weight and its
+gradient), with the gap before each: the remaining kernels' cycles are those of the same
+discrete-event run, attributed by name, not re-simulated (the left-out kernels' effect on the
+L2's contents is not modelled). ``left_out_us`` says what they took.
+"""
+
+from npusim.studies.validate.bands import band
+
+PIPE_WORK = ("S", "MTE2", "MTE1", "M", "V", "MTE3", "FIX")
+
+
+def is_conversion(kernel: dict) -> bool:
+    """A TransData of an activation or its gradient (not of the weight or its gradient)."""
+    return kernel["op_type"] == "TransData" and "weight" not in kernel["name"].lower()
+
+
+def kernel_type(kernel: dict) -> str:
+    """The kernel's type as the report groups it: its CANN op_type, a TransData split into
+    the activations' (and their gradients') conversions and the weights'."""
+    if kernel["op_type"] != "TransData":
+        return kernel["op_type"]
+    return "TransData (activations)" if is_conversion(kernel) else "TransData (weights)"
+
+
+def call_label(call) -> str:
+    """The call as a reader knows it: its note, else its op and shape."""
+    return call.note or f"{call.op} {'x'.join(map(str, call.shape))}"
+
+
+def call_row(call, chip: str, rec, formats: str = "aclnn") -> dict:
+    """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet)."""
+    row = {"call": call.index, "note": call.note, "label": call_label(call), "op": call.op,
+           "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
+           "params": call.params, "count": call.count, "chip": chip, "share": None,
+           "band": None}
+    if rec is None:
+        return {**row, "status": "not modelled yet",
+                "why": f"npusim does not model {call.op} yet"}
+    if rec["status"] != "ok":
+        refused = "161002" in rec["error"] or "not supported" in rec["error"]
+        return {**row, "status": "not supported" if refused else rec["status"],
+                "why": rec["error"]}
+    return {**row, **timed(rec, formats, call.count), "status": "ok",
+            "band": band(call.op, chip), "roofline": rec["bound"], "bound_us": rec["bound_us"],
+            "bytes": rec["bytes"], "flops": rec["flops"], "busiest": busiest(rec),
+            "peak_bytes": rec["peak_bytes"], "wall_s": rec["wall_s"]}
+
+
+def kernels(rec: dict, formats: str) -> list:
+    """[{name, op_type, us, left_out, path_us}] of the record's kernels (one call)."""
+    us_per_cycle = rec["time_us"] / rec["cycles"] if rec["cycles"] else 0.0
+    paths = rec.get("kernel_paths") or [{} for _ in rec["kernels"]]
+    out = []
+    for k, path in zip(rec["kernels"], paths, strict=True):
+        out.append({"name": k["name"], "op_type": k["op_type"], "type": kernel_type(k),
+                    "us": (k["cycles"] + k.get("wait_cycles", 0)) * us_per_cycle,
+                    "left_out": formats == "internal" and is_conversion(k),
+                    "conversion": is_conversion(k),
+                    "path_us": {w: c * us_per_cycle for w, c in path.items()}})
+    return out
+
+
+def timed(rec: dict, formats: str, count: int) -> dict:
+    """The row's times: one call's (``time_us``, the kernels kept), by kernel type and by
+    what limits it, x count, what the conversions take and what was left out."""
+    ks = kernels(rec, formats)
+    kept = [k for k in ks if not k["left_out"]]
+    by_kernel, by_limit = {}, {}
+    for k in kept:
+        by_kernel[k["type"]] = by_kernel.get(k["type"], 0.0) + k["us"]
+        for what, us in k["path_us"].items():
+            by_limit[what] = by_limit.get(what, 0.0) + us
+    time_us = sum(k["us"] for k in kept)
+    bound, sentence = classify(by_limit, time_us, rec)
+    return {"time_us": time_us, "total_us": time_us * count, "run_us": rec["time_us"],
+            "left_out_us": sum(k["us"] for k in ks if k["left_out"]),
+            "conversion_us": sum(k["us"] for k in ks if k["conversion"]),
+            "kernels": [{k2: v for k2, v in k.items() if k2 != "path_us"} for k in ks],
+            "by_kernel": by_kernel, "by_limit": by_limit, "bound": bound, "why": sentence,
+            "roofline_ratio": rec["bound_us"] / time_us if time_us else 0.0}
+
+
+def busiest(rec: dict) -> tuple:
+    busy = rec.get("busy") or {}
+    if not busy:
+        return ("-", 0.0)
+    pipe = max(busy, key=busy.get)
+    return (pipe, busy[pipe])
+
+
+def classify(by_limit: dict, time_us: float, rec: dict) -> tuple[str, str]:
+    """(bound: the largest share of the critical path with its percentage, one sentence on
+    what limits the call)."""
+    roof = "cube" if rec["bound"] == "compute" else "memory"
+    ratio = rec["bound_us"] / time_us if time_us else 0.0
+    reach = f"reaches {ratio:.0%} of its {roof} roofline ({rec['bound_us']:.1f} us)"
+    shares = sorted(by_limit.items(), key=lambda kv: -kv[1])[:3]
+    if not shares or not time_us:
+        return "-", f"{reach}; no critical path recorded."
+    (what, us), rest = shares[0], shares[1:]
+    then = "; then " + ", ".join(f"{w} {u / time_us:.0%}" for w, u in rest) if rest else ""
+    return f"{what} {us / time_us:.0%}", (f"critical path: {what} {us / time_us:.0%} of the "
+                                          f"time{then}; {reach}.")
+
+
+def classify_record(rec: dict) -> tuple[str, str]:
+    """``classify`` of a whole record from its critical path's largest shares (``path``), as
+    the sweep words what limits a point."""
+    by_limit = {what: share * rec["time_us"] for what, share in rec.get("path") or []}
+    return classify(by_limit, rec["time_us"], rec)
+
+
+def limit_group(what: str) -> str:
+    """A critical path share's family, for the condensed summary: a pipe's work, the kernels'
+    launch and the stream's gaps, GM bandwidth, or the other waits."""
+    if what in PIPE_WORK:
+        return f"{what} work"
+    if what in ("launch", "stream gap", "rounding"):
+        return "launch and gaps"
+    return what

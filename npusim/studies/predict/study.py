@@ -1,0 +1,70 @@
+"""Performance predictions over a workload: each call timed on each chip, compared like for like.
+
+``predict`` turns every (call, chip) of a workload into a point, timing only with the critical
+path recorded, and runs them on the sweep's executor (in-process, a process pool or a Dask
+cluster). ``npusim.studies.predict.calls`` makes each (call, chip) a row: the call's time, by
+kernel and by what limits it on the critical path, and its error band;
+``npusim.studies.predict.summary`` compares the chips on the calls every one of them runs (the
+others are listed apart, with their time on the chips that run them) and counts the share of
+the step's FLOPs and bytes the modelled calls cover.
+
+``chips`` are chip model names or a user's chip TOML files (a row carries the model's name);
+``batch`` rescales a workload whose calls declare a batch dimension
+(``npusim.studies.workload.rescale``). Predictions include what the simulator models and
+nothing else: the host's launch time between kernels is not in them.
+"""
+
+import os
+
+from npusim.errors import NpusimError
+from npusim.studies.executor import run_points
+from npusim.studies.predict.calls import call_row
+from npusim.studies.predict.calls import classify_record as classify  # noqa: F401 (sweep)
+from npusim.studies.predict.summary import summarise
+from npusim.studies.workload import load_workload, rescale
+
+CHIPS = ("atlas-training", "atlas-a2")
+
+
+def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=None,
+            batch: int | None = None) -> dict:
+    """{"workload", "chips", "rows", "totals", ...}: a row per (call, chip), in call order,
+    and the like-for-like summary (``npusim.studies.predict.summary``)."""
+    wl = workload if hasattr(workload, "calls") else load_workload(workload)
+    if batch is not None:
+        wl = rescale(wl, batch)
+    specs = resolve_chips(chips)
+    pairs = [(call, chip) for call in wl.calls for chip in specs]
+    todo = [i for i, (call, _) in enumerate(pairs) if call.modelled]
+    points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
+    records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
+    rows = [call_row(call, chip, None, wl.formats) for call, chip in pairs]
+    for i, rec in zip(todo, records, strict=True):
+        rows[i] = call_row(*pairs[i], rec, wl.formats)
+    result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,
+              "formats": wl.formats, "rows": rows}
+    result.update(summarise(wl, list(specs), rows))
+    return result
+
+
+def resolve_chips(chips) -> dict:
+    """{model name: what to load it by (a name or a TOML path)}, each loaded and checked."""
+    from npusim.chip import load_chip
+
+    specs = {}
+    for given in chips:
+        if not isinstance(given, str | os.PathLike):
+            raise NpusimError(f"chips: {given!r}: a chip name or a chip TOML file")
+        spec = str(given)
+        chip = load_chip(spec)
+        if chip.name in specs and specs[chip.name] != spec:
+            raise NpusimError(f"--chips: two chip models are named {chip.name!r} "
+                              f"({specs[chip.name]}, {spec}); give each TOML its own name")
+        specs[chip.name] = spec
+    return specs
+
+
+def _point(call, spec: str, chip: str) -> dict:
+    return {"op": call.op, "chip": spec, "shape": list(call.shape), "dtype": call.dtype_for(chip),
+            "params": call.params, "tiling": call.tiling or None, "numerics": False,
+            "check": False, "seed": 0, "explain": True}

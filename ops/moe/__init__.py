@@ -1,0 +1,2 @@
+"""aclnnMoeTokenPermuteGrad: tiling (permute_grad_tiling), the kernel (permute_grad_kernel) and
+the operator (token_permute_grad)."""

@@ -1,0 +1,1 @@
+"""aclnnSiluBackward: the SiluGrad kernel, its tiling and the operator (backward)."""
