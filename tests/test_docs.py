@@ -2,7 +2,9 @@
 the page says; every page is on the map and every relative link reaches a file."""
 
 import contextlib
+import importlib.util
 import io
+import os
 import re
 from pathlib import Path
 
@@ -104,3 +106,51 @@ def test_the_readme_says_how_to_get_the_cpu_torch_wheel():
 def test_no_page_calls_a_small_map_resnet50s_stem_shape():
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         assert "stem shape" not in page.read_text(), page
+
+
+def _pastes_module():
+    spec = importlib.util.spec_from_file_location("pastes", DOCS / "pastes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PASTES = _pastes_module()
+SLOW = os.environ.get("NPUSIM_SLOW") == "1"
+ALL_PASTES = [p for page in PASTES.pages() for p in PASTES.pastes(page)]
+
+
+@pytest.mark.parametrize("paste", [p for p in ALL_PASTES if SLOW or not p.slow],
+                         ids=lambda p: f"{p.page.relative_to(ROOT)}: {p.command[:60]}")
+def test_every_pasted_command_prints_what_the_page_shows(paste):
+    """Each pasted ``$ npusim ...`` block is what the command prints now (wall-clock figures
+    aside); ``python docs/pastes.py --write`` regenerates a page that drifted. Blocks marked
+    slow run with NPUSIM_SLOW=1."""
+    printed = PASTES.run(paste.command)
+    assert not PASTES.differs(paste, printed), "\n".join(
+        [f"{paste.page.relative_to(ROOT)}: $ {paste.command}", "page:", *paste.shown,
+         "printed:", *PASTES.excerpt(paste.shown, printed)])
+
+
+def test_the_paste_check_finds_a_stale_block_and_rewrites_it(tmp_path):
+    """The checker is not blind: a block with a wrong line differs, an elided one keeps its
+    cut, a wall time is not compared, and --write puts what the command printed."""
+    page = tmp_path / "page.md"
+    page.write_text("```text\n$ npusim chips\nchip nobody\n...\n```\n")
+    (paste,) = PASTES.pastes(page)
+    printed = PASTES.run(paste.command)
+    assert printed[0].startswith("chip ") and PASTES.differs(paste, printed)
+    assert PASTES.rewrite(page, {paste.command: printed})
+    (again,) = PASTES.pastes(page)
+    assert again.shown == [printed[0], "..."] and not PASTES.differs(again, printed)
+    timed = PASTES.Paste(page, "npusim x", ["took 4.3 s"], False)
+    assert not PASTES.differs(timed, ["took 49 s"]) and PASTES.differs(timed, ["took 49 us"])
+
+
+def test_every_page_with_a_command_block_is_checked():
+    """Every ``$ npusim`` line of a text block on any page is one of the pastes checked (a
+    block the parser missed would go unchecked)."""
+    lines = [line for page in PASTES.pages()
+             for block in re.findall(r"```text\n(.*?)```", page.read_text(), re.S)
+             for line in block.splitlines() if line.startswith("$ npusim")]
+    assert len(lines) == len(ALL_PASTES) > 20

@@ -25,6 +25,9 @@ def _ce_make(shape, dtype, params, rng):
         raise NpusimError(f"cross_entropy_loss_grad: --shape is N x C (rows x classes), got "
                           f"{len(shape)} dimensions")
     n, c = shape
+    if c < 1:
+        raise NpusimError(f"cross_entropy_loss_grad: --shape {n}x{c} has no class to draw the "
+                          "targets from; C (the second dimension) must be at least 1")
     logits = rng.standard_normal(shape, dtype=np.float32)
     shifted = logits - logits.max(axis=1, keepdims=True)
     log_prob = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))

@@ -34,7 +34,7 @@ def embedding_dense_backward(grad, indices, *, num_weights, padding_idx=-1,
 
     chip = load_chip(chip)
     grad = np.asarray(grad)
-    g = grad.reshape(-1, grad.shape[-1]).astype(F32)
+    g = grad.reshape(int(np.prod(grad.shape[:-1])), grad.shape[-1]).astype(F32)
     idx = cast_indices(np.asarray(indices).reshape(-1), "int64")
     pad = max(int(padding_idx), -1)
     tiling = tiling if tiling is not None and not isinstance(tiling, dict) else \
