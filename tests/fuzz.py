@@ -58,6 +58,9 @@ class Outcome:
     detail: str = ""
 
 
+DRAWN: dict = {}   # seed -> the draw in words, kept for a draw that raises
+
+
 class Hang(Exception):
     pass
 
@@ -138,6 +141,7 @@ def draw_op(seed: int) -> Outcome:
     mode = rng.choice(("timed", "timed", "functional"))
     what = (f"{case.name} chip={chip!r} dtype={dtype} shape={shape} params={pairs} "
             f"tiling={tiling} mode={mode}")
+    DRAWN[seed] = what
     try:
         params = case.parse_params(pairs)
         args, kwargs = _inputs(case, shape, dtype, params, seed)
@@ -220,7 +224,7 @@ def draw_cli(seed: int) -> Outcome:
     from npusim.face.cli import main
 
     argv = _argv(random.Random(seed))
-    what = "npusim " + " ".join(argv)
+    what = DRAWN[seed] = "npusim " + " ".join(argv)
     out, err = io.StringIO(), io.StringIO()
     with tempfile.TemporaryDirectory() as work, contextlib.chdir(work), \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -240,7 +244,7 @@ def draw(seed: int) -> Outcome:
     try:
         return draw_cli(seed) if seed % 5 == 4 else draw_op(seed)
     except Exception as exc:   # noqa: BLE001 - any other exception is what the fuzzer finds
-        return Outcome(seed, "fail", f"seed {seed}", "".join(
+        return Outcome(seed, "fail", DRAWN.get(seed, f"seed {seed}"), "".join(
             traceback.format_exception(exc))[-3000:])
     finally:
         signal.alarm(0)

@@ -67,6 +67,8 @@ def group_gemm(a: np.ndarray, b: np.ndarray, k0: int, acc: np.ndarray,
     K order): numpy's stacked matmul is several times faster with the wide side last."""
     m, k = a.shape
     n = b.shape[1]
+    if 0 in (m, n, k):   # nothing to add: an empty block, or no K
+        return acc
     if m > n:
         return group_gemm(b.T, a.T, k0, np.ascontiguousarray(acc.T), bits).T
     room = EXACT_BITS - (max(k0, 1) - 1).bit_length()
@@ -202,10 +204,12 @@ def _dx_slice(dyg, wg, tap, di, k0, bits):
         cols = gather_map(dyg[:, q], hs, ws)                       # (Ho, Wo, kc, kh, kw)
         cols = pad_channels(cols, 2, k0)
         c1 = cols.shape[2] // k0
-        a = cols.reshape(-1, c1, k0, hs.shape[1], ws.shape[1]).transpose(0, 1, 3, 4, 2)
+        a = cols.reshape(cols.shape[0] * cols.shape[1], c1, k0, hs.shape[1], ws.shape[1])
+        a = a.transpose(0, 1, 3, 4, 2)
         b = pad_channels(wg[:, :, dt[di, kd]], 0, k0)[:, :, ht[0]][:, :, :, wt[0]]
         b = b.reshape(c1, k0, nc, hs.shape[1], ws.shape[1]).transpose(0, 3, 4, 1, 2)
-        acc = group_gemm(a.reshape(a.shape[0], -1), b.reshape(-1, nc), k0, acc, bits)
+        acc = group_gemm(a.reshape(a.shape[0], int(np.prod(a.shape[1:]))),
+                         b.reshape(int(np.prod(b.shape[:-1])), nc), k0, acc, bits)
     return acc
 
 
@@ -254,7 +258,7 @@ def _dw_slice(grad, feat, tap, k0, acc, bits):
 def grad_bias(dy, tile: int):
     d = np.asarray(dy)
     n, c = d.shape[:2]
-    x = d.reshape(n, c, -1).astype(F32)
+    x = d.reshape(n, c, int(np.prod(d.shape[2:]))).astype(F32)
     s = x.shape[2]
     acc = np.zeros((c, tile), F32)
     for ni in range(n):
