@@ -154,3 +154,39 @@ def test_every_page_with_a_command_block_is_checked():
              for block in re.findall(r"```text\n(.*?)```", page.read_text(), re.S)
              for line in block.splitlines() if line.startswith("$ npusim")]
     assert len(lines) == len(ALL_PASTES) > 20
+
+
+def _options(parser) -> dict:
+    """command -> the long options its parser (and, for an operator command, the first
+    operator's parser) takes."""
+    import argparse
+
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                opts = {o for a in sub._actions for o in a.option_strings if o.startswith("--")}
+                for inner in sub._actions:
+                    if isinstance(inner, argparse._SubParsersAction):
+                        first = next(iter(inner.choices.values()))
+                        opts |= {o for a in first._actions for o in a.option_strings
+                                 if o.startswith("--")}
+                found[name] = opts - {"--help"}
+    return found
+
+
+def test_the_commands_page_names_every_option_of_every_command():
+    """docs/guide/commands.md's synopsis lists each command with every option its parser
+    takes, so a new flag cannot be left out of the page."""
+    from npusim.face.cli import _parser
+
+    page = (DOCS / "guide" / "commands.md").read_text()
+    synopsis = page.split("```bash\n", 1)[1].split("```", 1)[0]
+    entries = re.split(r"\n(?=npusim )", synopsis)
+    missing = []
+    for command, opts in _options(_parser()).items():
+        text = " ".join(e for e in entries if e.startswith(f"npusim {command} "))
+        if command in ("run", "compare", "sweep") and "[same options]" in text:
+            text += " ".join(e for e in entries if e.startswith("npusim run "))
+        missing += [f"{command} {o}" for o in sorted(opts) if o not in text]
+    assert not missing, missing

@@ -133,8 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write validation.md, validation.csv, "
                    "validation.json and validation.png (predicted against measured) to DIR")
     p.add_argument("--record", action="store_true", help="for maintainers, after a model "
-                   "change: record this run's figures in npusim/studies/validation_status."
-                   "toml, which the tests and the error bands read (every row must run)")
+                   "change: record this run's figures in npusim/studies/validate/"
+                   "validation_status.toml, which the tests and the error bands read (every "
+                   "row must run)")
     p.set_defaults(func=commands.validate_command)
     p = sub.add_parser("correlate", help="npusim against an msprof op_summary CSV from "
                        "real hardware", description="Run every row of an msprof op_summary "
