@@ -4,8 +4,10 @@ aclnnSwiGlu.md, activation/swi_glu_grad/docs/aclnnSwiGluGrad.md).
 Products: Atlas A2 runs both; the Atlas training series is not supported by CANN (161002 naming
 the products that are); the Atlas inference series is supported by CANN but not modelled here
 (161002 saying so). x (and yGrad, out) bf16/fp16/fp32, one dtype; x at least 1-D with an even
-size along ``dim``, dim in [-x.ndim, x.ndim - 1]; yGrad has x's shape with dim halved. Empty
-tensors are allowed. A None tensor is 161001, every other violation 161002.
+size along ``dim``, dim in [-x.ndim, x.ndim - 1]; yGrad has x's shape with dim halved. SwiGlu
+takes an empty x; SwiGluGrad takes 1-8 dims and no empty yGrad or x. A None tensor is 161001,
+every other violation 161002. Not checked: the grad document's "x shape not 64-byte aligned is
+not supported" (its meaning is not clear from the text; npusim runs any size).
 """
 
 import math
@@ -82,6 +84,8 @@ def check_swi_glu(chip, x, dim, y_grad=None, *, grad=False) -> GluArgs:
     rows, half = math.prod(x.shape[:d]), math.prod(x.shape[d:]) // 2
     args = GluArgs(x=x, y_grad=a.get("yGrad"), dim=d, rows=rows, half=half)
     if grad:
+        if x.ndim > 8 or x.size == 0:
+            raise invalid(op, f"x shape {tuple(x.shape)}: allowed 1 to 8 dims and not empty")
         if a["yGrad"].dtype != x.dtype:
             raise invalid(op, f"yGrad dtype {name_of(a['yGrad'].dtype)} must equal x dtype "
                               f"{name_of(x.dtype)}")
