@@ -124,7 +124,7 @@ def test_none_is_161001():
 
 
 @pytest.mark.parametrize("chip,match", [("atlas-training", "not supported on atlas-training"),
-                                        ("atlas-inference", "does not model that kernel")])
+                                        ("atlas-inference", "by npusim.*does not model")])
 def test_other_products_are_161002(chip, match):
     x = np.ones((2, 4), np.float32)
     raises(161002, match, ops.swi_glu, x, chip=chip)

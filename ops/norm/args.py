@@ -48,8 +48,9 @@ def check_product(op: str, chip) -> None:
         return
     supported = ", ".join(PRODUCT_NAMES.get(p, p) for p in PRODUCTS)
     if chip.product in UNMODELLED:
-        raise invalid(op, f"{chip.name} ({product_name(chip)}) runs it in CANN but npusim does "
-                          f"not model that kernel; modelled on: {supported}")
+        raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}) by npusim: CANN "
+                          f"runs it there, but npusim does not model that kernel; modelled on: "
+                          f"{supported}")
     raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}); supported on: "
                       f"{supported}")
 
