@@ -269,3 +269,22 @@ def test_never_below_the_roofline_and_double_buffering_helps():
     grad = ops.rms_norm_grad(x, x, np.ones(4096, np.float32), gamma, numerics=False,
                              trace=False)
     assert grad.time_us >= 3 * x.nbytes / chip.hbm_bytes_per_s * 1e6
+
+
+@pytest.mark.parametrize("bad", [[1], "x", 1.5])
+def test_tiling_not_a_dict_is_a_tiling_error(bad):
+    with pytest.raises(TilingError, match="tiling overrides must be a dict"):
+        ops.rms_norm(f32(4, 8), f32(8), tiling=bad)
+    with pytest.raises(TilingError, match="tiling overrides must be a dict"):
+        ops.rms_norm_grad(f32(4, 8), f32(4, 8), f32(4), f32(8), tiling=bad)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shapes(seed):
+    rng = np.random.default_rng(200 + seed)
+    shape = tuple(int(v) for v in rng.integers(1, 40, rng.integers(2, 4)))
+    gdim = int(rng.integers(1, len(shape)))
+    pair = PAIRS[seed % len(PAIRS)]
+    x, gamma = rand(shape, pair[0], seed, 2.0), rand(shape[len(shape) - gdim:], pair[1], seed + 1)
+    check_fwd(x, gamma)
+    check_grad(rand(shape, pair[0], seed + 2), x, rstd_of(x, gdim), gamma)

@@ -187,3 +187,23 @@ def test_time_is_linear_once_every_core_is_busy():
     small = ops.swi_glu(np.zeros((1024, 8192), bfloat16), numerics=False, trace=False).time_us
     large = ops.swi_glu(np.zeros((2048, 8192), bfloat16), numerics=False, trace=False).time_us
     assert large / small == pytest.approx(2.0, rel=0.1)
+
+
+@pytest.mark.parametrize("bad", [[1], "x", 1.5])
+def test_tiling_not_a_dict_is_a_tiling_error(bad):
+    with pytest.raises(TilingError, match="tiling overrides must be a dict"):
+        ops.swi_glu(np.ones((4, 8), np.float16), tiling=bad)
+    with pytest.raises(TilingError, match="tiling overrides must be a dict"):
+        ops.swi_glu_grad(np.ones((4, 4), np.float16), np.ones((4, 8), np.float16), tiling=bad)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shapes(seed):
+    rng = np.random.default_rng(100 + seed)
+    shape = tuple(int(v) for v in rng.integers(1, 9, rng.integers(1, 4)))
+    dim = int(rng.integers(-len(shape), len(shape)))
+    shape = tuple(2 * v if i == dim % len(shape) else v for i, v in enumerate(shape))
+    dtype = ["float32", "float16", "bfloat16"][seed % 3]
+    x = rand(shape, dtype, seed)
+    check_fwd(x, dim=dim)
+    check_grad(rand(half(shape, dim), dtype, seed + 50), x, dim=dim)
