@@ -6,7 +6,11 @@ from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
+from npusim.ops.norm.rms_norm import rms_norm
+from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.silu.backward import silu_backward
+from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
 __all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "moe_token_permute_grad", "silu_backward"]
+           "embedding_dense_backward", "moe_token_permute_grad", "rms_norm", "rms_norm_grad",
+           "silu_backward", "swi_glu", "swi_glu_grad"]

@@ -8,6 +8,7 @@ import npusim
 from kernels import run_copy
 from npusim import ops
 from npusim.cases.run import SIZE_KEYS
+from npusim.dtypes import bfloat16
 from npusim.micro.matmul import run_matmul
 from npusim.micro.stream import run_stream
 from npusim.micro.vector import run_vector
@@ -124,6 +125,35 @@ def embedding(chip, kind, **options):
         variant=EMB_VARIANTS[product][kind],
         tiling=tiling, **options)
 
+def rms_norm(chip, grad=False, **options):
+    """RmsNorm (Contiguous(x), rstd batches of 8 rows over 3 cores) or RmsNormGrad (dgamma
+    through the workspace after SyncAll) (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnRmsNorm and aclnnRmsNormGrad run on Atlas A2 only")
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((100, 30)).astype(np.float16).T
+    gamma = rng.standard_normal(100).astype(np.float16)
+    tiling = {"block_dim": 3, "row_factor": 8}
+    if not grad:
+        return ops.rms_norm(x, gamma, chip=chip, tiling=tiling, **options)
+    dy = rng.standard_normal((30, 100)).astype(np.float16)
+    rstd = rng.uniform(0.5, 2, 30).astype(np.float32)
+    return ops.rms_norm_grad(dy, x, rstd, gamma, chip=chip, tiling=tiling, **options)
+
+
+def swi_glu(chip, grad=False, **options):
+    """SwiGlu / SwiGluGrad: several rows a tile (strided halves) and chunked rows (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnSwiGlu and aclnnSwiGluGrad run on Atlas A2 only")
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((40, 2, 150)).astype(bfloat16)
+    tiling = {"block_dim": 4, "tile_length": 512}
+    if not grad:
+        return ops.swi_glu(x, dim=1, chip=chip, tiling=tiling, **options)
+    y = rng.standard_normal((40, 1, 150)).astype(bfloat16)
+    return ops.swi_glu_grad(y, x, dim=1, chip=chip, tiling=tiling, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -140,6 +170,10 @@ KERNELS = {
     "convolution_backward narrow, padded": conv_narrow_padded,
     "convolution_backward 3-D, zeroed atomic dw": conv_3d,
     "moe_token_permute_grad": moe,
+    "rms_norm + contiguous": rms_norm,
+    "rms_norm_grad": lambda chip, **o: rms_norm(chip, grad=True, **o),
+    "swi_glu": swi_glu,
+    "swi_glu_grad": lambda chip, **o: swi_glu(chip, grad=True, **o),
     "cross_entropy_loss_grad + contiguous": cross_entropy,
     "embedding_dense_backward sorted (sort, casts, D chunks)":
         lambda chip, **o: embedding(chip, "sorted", **o),

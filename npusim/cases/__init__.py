@@ -18,14 +18,17 @@ from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
+from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
+from npusim.cases.swi_glu import SWI_GLU, SWI_GLU_GRAD
 from npusim.errors import NpusimError
 
 __all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_case",
            "lookup_case", "parse_dtype", "parse_shape"]
 
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
-                                      EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD)}
+                                      EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD,
+                                      RMS_NORM, RMS_NORM_GRAD, SWI_GLU, SWI_GLU_GRAD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}
