@@ -7,9 +7,11 @@ produce an operator's outputs: those come only from the simulated instructions.
 from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution_backward
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
+from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.silu import silu_backward
 
-__all__ = ["catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "moe_token_permute_grad", "silu_backward"]
+__all__ = ["add", "catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
+           "embedding_dense_backward", "moe_token_permute_grad", "relu", "silu_backward",
+           "threshold_backward"]
