@@ -6,9 +6,10 @@ from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
+from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.silu.backward import silu_backward
 
 __all__ = ["add", "catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "moe_token_permute_grad", "relu", "silu_backward",
-           "threshold_backward"]
+           "embedding_dense_backward", "matmul", "moe_token_permute_grad", "relu",
+           "silu_backward", "threshold_backward"]

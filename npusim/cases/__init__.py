@@ -18,6 +18,7 @@ from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
 from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
+from npusim.cases.matmul import MATMUL
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.relu import RELU
 from npusim.cases.silu_backward import SILU
@@ -30,7 +31,7 @@ __all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD,
                                       # the ResNet-50 step's operators (issue 40)
-                                      ADD, RELU, THRESHOLD_BACKWARD)}
+                                      ADD, MATMUL, RELU, THRESHOLD_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -9,9 +9,10 @@ from npusim.golden.convolution import convolution_backward
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
+from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.silu import silu_backward
 
 __all__ = ["add", "catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "moe_token_permute_grad", "relu", "silu_backward",
-           "threshold_backward"]
+           "embedding_dense_backward", "matmul", "moe_token_permute_grad", "relu",
+           "silu_backward", "threshold_backward"]
