@@ -19,10 +19,19 @@ from npusim.aclnn.cross_entropy_loss_grad import (
     aclnnCrossEntropyLossGrad,
     aclnnCrossEntropyLossGradGetWorkspaceSize,
 )
+from npusim.aclnn.elementwise import (
+    aclnnAdd,
+    aclnnAddGetWorkspaceSize,
+    aclnnRelu,
+    aclnnReluGetWorkspaceSize,
+    aclnnThresholdBackward,
+    aclnnThresholdBackwardGetWorkspaceSize,
+)
 from npusim.aclnn.embedding_dense_backward import (
     aclnnEmbeddingDenseBackward,
     aclnnEmbeddingDenseBackwardGetWorkspaceSize,
 )
+from npusim.aclnn.matmul import aclnnMatmul, aclnnMatmulGetWorkspaceSize
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -31,9 +40,11 @@ from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a porte
 from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
-__all__ = [*_runtime_names, "aclnnConvolutionBackward",
+__all__ = [*_runtime_names, "aclnnAdd", "aclnnAddGetWorkspaceSize", "aclnnConvolutionBackward",
            "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnCrossEntropyLossGrad",
            "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnEmbeddingDenseBackward",
-           "aclnnEmbeddingDenseBackwardGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
-           "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnSiluBackward",
-           "aclnnSiluBackwardGetWorkspaceSize"]
+           "aclnnEmbeddingDenseBackwardGetWorkspaceSize", "aclnnMatmul",
+           "aclnnMatmulGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
+           "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnRelu", "aclnnReluGetWorkspaceSize",
+           "aclnnSiluBackward", "aclnnSiluBackwardGetWorkspaceSize", "aclnnThresholdBackward",
+           "aclnnThresholdBackwardGetWorkspaceSize"]
