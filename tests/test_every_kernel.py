@@ -124,6 +124,37 @@ def embedding(chip, kind, **options):
         variant=EMB_VARIANTS[product][kind],
         tiling=tiling, **options)
 
+def elementwise(chip, **options):
+    """The elementwise template: ThresholdGradV2D on a transposed gradOutput (Contiguous), many
+    double-buffered tiles over 5 cores and a byte-exact tail."""
+    rng = np.random.default_rng(19)
+    dy = rng.uniform(-3, 3, (37, 70)).astype(np.float16).T
+    x = rng.uniform(-3, 3, (70, 37)).astype(np.float16)
+    return ops.threshold_backward(dy, x, 0.5, chip=chip, tiling={
+        "tile_length": 256, "buffer_num": 2, "block_dim": 5}, **options)
+
+
+def add_two_kernels(chip, **options):
+    """aclnnAdd with alpha on bf16: Mul, then Add (A2 only: bf16)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("bfloat16 runs on Atlas A2 only")
+    rng = np.random.default_rng(20)
+    a, b = (rng.uniform(-2, 2, 3001).astype(npusim.dtypes.bfloat16) for _ in range(2))
+    return ops.add(a, b, 0.75, chip=chip, tiling={"tile_length": 512}, **options)
+
+
+def matmul_row_b(chip, **options):
+    """aclnnMatmul, fp32 with USE_FP16: Casts around the CATLASS-shaped GEMM, RowMajor B, a k
+    that is not a whole fractal (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("matmul runs on Atlas A2 only")
+    rng = np.random.default_rng(21)
+    a = rng.uniform(-1, 1, (40, 300)).astype(np.float32)
+    b = rng.uniform(-1, 1, (300, 70)).astype(np.float32)
+    return ops.matmul(a, b, cube_math_type=2, chip=chip, tiling={"l1_k": 128, "block_dim": 2},
+                      **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -147,6 +178,9 @@ KERNELS = {
                                                                                  "default", **o),
     "embedding_dense_backward deterministic": lambda chip, **o: embedding(chip,
                                                                           "deterministic", **o),
+    "threshold_backward (elementwise template) + contiguous": elementwise,
+    "add bf16 alpha: Mul then Add": add_two_kernels,
+    "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
 }
 
 
