@@ -8,8 +8,21 @@ from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
+from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
+from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backward
 from npusim.ops.silu.backward import silu_backward
 
-__all__ = ["add", "catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "matmul", "moe_token_permute_grad", "relu",
-           "silu_backward", "threshold_backward"]
+__all__ = [
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+    "add",
+    "catlass_matmul",
+    "convolution_backward",
+    "cross_entropy_loss_grad",
+    "embedding_dense_backward",
+    "matmul",
+    "moe_token_permute_grad",
+    "relu",
+    "silu_backward",
+    "threshold_backward",
+]

@@ -155,6 +155,18 @@ def matmul_row_b(chip, **options):
                       **options)
 
 
+def pool(chip, backward=False, **options):
+    """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
+    tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
+    rng = np.random.default_rng(22)
+    x = rng.uniform(-2, 2, (5, 20, 7, 7)).astype(np.float16)
+    tiling = {"tile_rows": 16, "block_dim": 3}
+    if backward:
+        dy = rng.uniform(-2, 2, (5, 20, 1, 1)).astype(np.float16)
+        return ops.adaptive_avg_pool2d_backward(dy, x, chip=chip, tiling=tiling, **options)
+    return ops.adaptive_avg_pool2d(x, (1, 1), chip=chip, tiling=tiling, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -181,6 +193,8 @@ KERNELS = {
     "threshold_backward (elementwise template) + contiguous": elementwise,
     "add bf16 alpha: Mul then Add": add_two_kernels,
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
+    "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
+    "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }
 
 

@@ -12,6 +12,7 @@ The golden only checks outputs after the run; it never produces them. Cycles com
 the simulation.
 """
 
+from npusim.cases.adaptive_avg_pool2d import ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD
 from npusim.cases.add import ADD
 from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
@@ -31,7 +32,8 @@ __all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD,
                                       # the ResNet-50 step's operators (issue 40)
-                                      ADD, MATMUL, RELU, THRESHOLD_BACKWARD)}
+                                      ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
+                                      MATMUL, RELU, THRESHOLD_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

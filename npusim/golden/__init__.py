@@ -11,8 +11,20 @@ from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
+from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
 from npusim.golden.silu import silu_backward
 
-__all__ = ["add", "catlass_matmul", "convolution_backward", "cross_entropy_loss_grad",
-           "embedding_dense_backward", "matmul", "moe_token_permute_grad", "relu",
-           "silu_backward", "threshold_backward"]
+__all__ = [
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+    "add",
+    "catlass_matmul",
+    "convolution_backward",
+    "cross_entropy_loss_grad",
+    "embedding_dense_backward",
+    "matmul",
+    "moe_token_permute_grad",
+    "relu",
+    "silu_backward",
+    "threshold_backward",
+]

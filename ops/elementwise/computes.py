@@ -13,6 +13,7 @@ Kernels modelled (CANN 8.x, Atlas training and A2, TBE DSL; kernels.md §1(b) fo
 - ``ReluGrad`` (threshold 0) and ``ThresholdGradV2D`` (any other threshold): a compare of self
   with the threshold and a select of gradOutput or 0 (TBE's ``vcmpsel``) **[inference: the TBE
   sources' exact instruction choice was not read]**.
+- ``Fill``: ``Duplicate`` of a value (aclnn's l0op::Fill), no input.
 - ``Add``: ``vadd``. ``Axpy`` (alpha != 1, fp16/fp32): ``vmuls`` of other by alpha, then
   ``vadd``. ``Mul`` (the bf16 alpha path's first kernel): ``vmuls`` by alpha.
 """
@@ -158,3 +159,15 @@ class Muls(_Compute):
         vec.cast(f, x, "none", n)
         vec.muls(f, f, float(self.alpha), n)
         vec.cast(out, f, "rint", n)
+
+
+@dataclass(frozen=True)
+class Fill(_Compute):
+    """out = value (converted to out's dtype)."""
+
+    value: float
+    op_type: ClassVar[str] = "Fill"
+    inputs: ClassVar[int] = 0
+
+    def __call__(self, k, out, ins, n):
+        vec.duplicate(out, float(self.value), n)

@@ -137,7 +137,7 @@ class ElementwiseKernel(Kernel):
         self.length = min(length, t.total_length - start)
         self.in_gm = [gm[start] for gm in ins]
         self.out_gm = out[start]
-        self.tiling, self.compute, self.dtype = t, compute, ins[0].dtype
+        self.tiling, self.compute, self.dtype = t, compute, out.dtype
         tile_bytes = t.tile_length * self.dtype.itemsize
         self.in_ques = [TQue(TPosition.VECIN, t.buffer_num, name=f"inQueue{i}")
                         for i in range(len(ins))]
