@@ -86,3 +86,22 @@ def test_matmul_on_a2_and_refused_on_training():
         acl.aclrtResetDevice(0)
         acl.aclrtSetDevice(0)
         acl.aclFinalize()
+
+
+def test_adaptive_avg_pool2d_and_backward(stream):  # noqa: F811
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 2, 2)
+    _, tx = create_acl_tensor(x, [2, 3, 2, 2], acl.ACL_FLOAT)
+    out_addr, to = create_acl_tensor(np.zeros(6), [2, 3, 1, 1], acl.ACL_FLOAT)
+    executor, ws, size = run(acl.aclnnAdaptiveAvgPool2dGetWorkspaceSize(tx, [1, 1], to),
+                             stream)
+    assert acl.aclnnAdaptiveAvgPool2d(ws, size, executor, stream) == acl.ACL_SUCCESS
+    assert read(out_addr, (2, 3), np.float32).tolist() == x.mean(axis=(2, 3)).tolist()
+    _, tdy = create_acl_tensor(np.full(6, 4.0), [2, 3, 1, 1], acl.ACL_FLOAT)
+    gi_addr, tgi = create_acl_tensor(np.zeros(24), [2, 3, 2, 2], acl.ACL_FLOAT)
+    executor, ws, size = run(acl.aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize(tdy, tx, tgi),
+                             stream)
+    assert size == x.nbytes
+    assert acl.aclnnAdaptiveAvgPool2dBackward(ws, size, executor, stream) == acl.ACL_SUCCESS
+    assert (read(gi_addr, (2, 3, 2, 2), np.float32) == 1.0).all()
+    ret, _, _ = acl.aclnnAdaptiveAvgPool2dGetWorkspaceSize(tx, [2, 2], to)
+    assert ret == 161002 and "(1, 1) only" in acl.aclGetRecentErrMsg()

@@ -36,15 +36,38 @@ from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
 )
+from npusim.aclnn.pooling import (
+    aclnnAdaptiveAvgPool2d,
+    aclnnAdaptiveAvgPool2dBackward,
+    aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize,
+    aclnnAdaptiveAvgPool2dGetWorkspaceSize,
+)
 from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a ported program uses
 from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
-__all__ = [*_runtime_names, "aclnnAdd", "aclnnAddGetWorkspaceSize", "aclnnConvolutionBackward",
-           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnCrossEntropyLossGrad",
-           "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnEmbeddingDenseBackward",
-           "aclnnEmbeddingDenseBackwardGetWorkspaceSize", "aclnnMatmul",
-           "aclnnMatmulGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
-           "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnRelu", "aclnnReluGetWorkspaceSize",
-           "aclnnSiluBackward", "aclnnSiluBackwardGetWorkspaceSize", "aclnnThresholdBackward",
-           "aclnnThresholdBackwardGetWorkspaceSize"]
+__all__ = [
+    *_runtime_names,
+    "aclnnAdaptiveAvgPool2d",
+    "aclnnAdaptiveAvgPool2dBackward",
+    "aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize",
+    "aclnnAdaptiveAvgPool2dGetWorkspaceSize",
+    "aclnnAdd",
+    "aclnnAddGetWorkspaceSize",
+    "aclnnConvolutionBackward",
+    "aclnnConvolutionBackwardGetWorkspaceSize",
+    "aclnnCrossEntropyLossGrad",
+    "aclnnCrossEntropyLossGradGetWorkspaceSize",
+    "aclnnEmbeddingDenseBackward",
+    "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
+    "aclnnMatmul",
+    "aclnnMatmulGetWorkspaceSize",
+    "aclnnMoeTokenPermuteGrad",
+    "aclnnMoeTokenPermuteGradGetWorkspaceSize",
+    "aclnnRelu",
+    "aclnnReluGetWorkspaceSize",
+    "aclnnSiluBackward",
+    "aclnnSiluBackwardGetWorkspaceSize",
+    "aclnnThresholdBackward",
+    "aclnnThresholdBackwardGetWorkspaceSize",
+]
