@@ -3,10 +3,12 @@ the sanitizer, the trace, and timing sanity, through relu, threshold_backward an
 
 import numpy as np
 import pytest
-from elementwise_check import normal
+from elementwise_check import CASES, normal
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import npusim
-from npusim import ops
+from npusim import golden, ops
 from npusim.errors import TilingError
 from npusim.ops.elementwise.computes import Add, Axpy, Relu, ThresholdGrad
 from npusim.ops.elementwise.template import (
@@ -144,3 +146,22 @@ def test_double_buffering_beats_single(chip_name):
     n = 8 << 20
     assert timed_us(chip_name, n, "add", tile_length=8192, buffer_num=2) < \
         timed_us(chip_name, n, "add", tile_length=8192, buffer_num=1)
+
+
+shapes = st.lists(st.integers(0, 9), min_size=0, max_size=5).filter(
+    lambda s: int(np.prod(s)) <= 3000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, seed=st.integers(0, 2**31), chip=st.sampled_from(CASES),
+       op=st.sampled_from(["relu", "threshold_backward", "add"]),
+       scalar=st.sampled_from([0.0, 1.0, -0.5, 2.5]))
+def test_any_shape_matches_the_golden(shape, seed, chip, op, scalar):
+    chip_name, dtype = chip
+    a, b = normal(tuple(shape), dtype, seed), normal(tuple(shape), dtype, seed + 1)
+    a, b = np.asarray(a), np.asarray(b)
+    args, params = {"relu": ((a,), {}), "threshold_backward": ((a, b), {"threshold": scalar}),
+                    "add": ((a, b), {"alpha": scalar})}[op]
+    r = getattr(ops, op)(*args, chip=chip_name, **params)
+    (name, want), = getattr(golden, op)(*args, **params).items()
+    assert_bit_equal(r.outputs[name], want, name)
