@@ -22,7 +22,11 @@ PRINTS = {
     "docs/guide/operators.md": [
         "[[-0.00909424  0.04101562  0.04101562]", "32 2 4688",
         "small_dim 13880 ['ZerosLike(out)', 'Cast(indices)', 'EmbeddingDenseGradV2']",
-        "[[6 8]\n [3 4]]", "2 4 4", "11426 4 True"],
+        "[[6 8]\n [3 4]]", "2 4 4",
+        "[[0.   0.   2.   3.25]] [[0. 0. 1. 1.]] [[-2.25   0.     3.     4.875]]",
+        "['Relu', 'ReluGrad', 'Axpy'] 13686", "column 20469 True",
+        "[[ 1.5  5.5  9.5]\n [13.5 17.5 21.5]] [[0.25, 0.25], [0.25, 0.25]]",
+        "['Fill', 'Mul'] 4 96", "11426 4 True"],
     "docs/guide/python-api.md": [
         "6495 6.495", "{'UB': 106496}", "'gradInput': (2, 32, 28, 28)",
         "[('Conv2DBackpropInput', 14, 17786), ('TransData(gradInput)', 4, 16095)]",

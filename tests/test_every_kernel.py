@@ -154,6 +154,49 @@ def swi_glu(chip, grad=False, **options):
     return ops.swi_glu_grad(y, x, dim=1, chip=chip, tiling=tiling, **options)
 
 
+def elementwise(chip, **options):
+    """The elementwise template: ThresholdGradV2D on a transposed gradOutput (Contiguous), many
+    double-buffered tiles over 5 cores and a byte-exact tail."""
+    rng = np.random.default_rng(19)
+    dy = rng.uniform(-3, 3, (37, 70)).astype(np.float16).T
+    x = rng.uniform(-3, 3, (70, 37)).astype(np.float16)
+    return ops.threshold_backward(dy, x, 0.5, chip=chip, tiling={
+        "tile_length": 256, "buffer_num": 2, "block_dim": 5}, **options)
+
+
+def add_two_kernels(chip, **options):
+    """aclnnAdd with alpha on bf16: Mul, then Add (A2 only: bf16)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("bfloat16 runs on Atlas A2 only")
+    rng = np.random.default_rng(20)
+    a, b = (rng.uniform(-2, 2, 3001).astype(npusim.dtypes.bfloat16) for _ in range(2))
+    return ops.add(a, b, 0.75, chip=chip, tiling={"tile_length": 512}, **options)
+
+
+def matmul_row_b(chip, **options):
+    """aclnnMatmul, fp32 with USE_FP16: Casts around the CATLASS-shaped GEMM, RowMajor B, a k
+    that is not a whole fractal (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("matmul runs on Atlas A2 only")
+    rng = np.random.default_rng(21)
+    a = rng.uniform(-1, 1, (40, 300)).astype(np.float32)
+    b = rng.uniform(-1, 1, (300, 70)).astype(np.float32)
+    return ops.matmul(a, b, cube_math_type=2, chip=chip, tiling={"l1_k": 128, "block_dim": 2},
+                      **options)
+
+
+def pool(chip, backward=False, **options):
+    """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
+    tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
+    rng = np.random.default_rng(22)
+    x = rng.uniform(-2, 2, (5, 20, 7, 7)).astype(np.float16)
+    tiling = {"tile_rows": 16, "block_dim": 3}
+    if backward:
+        dy = rng.uniform(-2, 2, (5, 20, 1, 1)).astype(np.float16)
+        return ops.adaptive_avg_pool2d_backward(dy, x, chip=chip, tiling=tiling, **options)
+    return ops.adaptive_avg_pool2d(x, (1, 1), chip=chip, tiling=tiling, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -181,6 +224,11 @@ KERNELS = {
                                                                                  "default", **o),
     "embedding_dense_backward deterministic": lambda chip, **o: embedding(chip,
                                                                           "deterministic", **o),
+    "threshold_backward (elementwise template) + contiguous": elementwise,
+    "add bf16 alpha: Mul then Add": add_two_kernels,
+    "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
+    "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
+    "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }
 
 

@@ -19,21 +19,55 @@ from npusim.aclnn.cross_entropy_loss_grad import (
     aclnnCrossEntropyLossGrad,
     aclnnCrossEntropyLossGradGetWorkspaceSize,
 )
+from npusim.aclnn.elementwise import (
+    aclnnAdd,
+    aclnnAddGetWorkspaceSize,
+    aclnnRelu,
+    aclnnReluGetWorkspaceSize,
+    aclnnThresholdBackward,
+    aclnnThresholdBackwardGetWorkspaceSize,
+)
 from npusim.aclnn.embedding_dense_backward import (
     aclnnEmbeddingDenseBackward,
     aclnnEmbeddingDenseBackwardGetWorkspaceSize,
 )
+from npusim.aclnn.matmul import aclnnMatmul, aclnnMatmulGetWorkspaceSize
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
+)
+from npusim.aclnn.pooling import (
+    aclnnAdaptiveAvgPool2d,
+    aclnnAdaptiveAvgPool2dBackward,
+    aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize,
+    aclnnAdaptiveAvgPool2dGetWorkspaceSize,
 )
 from npusim.aclnn.runtime import *  # noqa: F403 - the ACL runtime names a ported program uses
 from npusim.aclnn.runtime import __all__ as _runtime_names
 from npusim.aclnn.silu import aclnnSiluBackward, aclnnSiluBackwardGetWorkspaceSize
 
-__all__ = [*_runtime_names, "aclnnConvolutionBackward",
-           "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnCrossEntropyLossGrad",
-           "aclnnCrossEntropyLossGradGetWorkspaceSize", "aclnnEmbeddingDenseBackward",
-           "aclnnEmbeddingDenseBackwardGetWorkspaceSize", "aclnnMoeTokenPermuteGrad",
-           "aclnnMoeTokenPermuteGradGetWorkspaceSize", "aclnnSiluBackward",
-           "aclnnSiluBackwardGetWorkspaceSize"]
+__all__ = [
+    *_runtime_names,
+    "aclnnAdaptiveAvgPool2d",
+    "aclnnAdaptiveAvgPool2dBackward",
+    "aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize",
+    "aclnnAdaptiveAvgPool2dGetWorkspaceSize",
+    "aclnnAdd",
+    "aclnnAddGetWorkspaceSize",
+    "aclnnConvolutionBackward",
+    "aclnnConvolutionBackwardGetWorkspaceSize",
+    "aclnnCrossEntropyLossGrad",
+    "aclnnCrossEntropyLossGradGetWorkspaceSize",
+    "aclnnEmbeddingDenseBackward",
+    "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
+    "aclnnMatmul",
+    "aclnnMatmulGetWorkspaceSize",
+    "aclnnMoeTokenPermuteGrad",
+    "aclnnMoeTokenPermuteGradGetWorkspaceSize",
+    "aclnnRelu",
+    "aclnnReluGetWorkspaceSize",
+    "aclnnSiluBackward",
+    "aclnnSiluBackwardGetWorkspaceSize",
+    "aclnnThresholdBackward",
+    "aclnnThresholdBackwardGetWorkspaceSize",
+]

@@ -12,15 +12,20 @@ The golden only checks outputs after the run; it never produces them. Cycles com
 the simulation.
 """
 
+from npusim.cases.adaptive_avg_pool2d import ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD
+from npusim.cases.add import ADD
 from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
 from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
+from npusim.cases.matmul import MATMUL
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
+from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
 from npusim.cases.swi_glu import SWI_GLU, SWI_GLU_GRAD
+from npusim.cases.threshold_backward import THRESHOLD_BACKWARD
 from npusim.errors import NpusimError
 
 __all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_case",
@@ -28,7 +33,10 @@ __all__ = ["CASES", "KERNEL_CASES", "OpCase", "Param", "available_names", "find_
 
 CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       EMBEDDING_DENSE_BACKWARD, CROSS_ENTROPY_LOSS_GRAD,
-                                      RMS_NORM, RMS_NORM_GRAD, SWI_GLU, SWI_GLU_GRAD)}
+                                      RMS_NORM, RMS_NORM_GRAD, SWI_GLU, SWI_GLU_GRAD,
+                                      # the ResNet-50 step's operators (issue 40)
+                                      ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
+                                      MATMUL, RELU, THRESHOLD_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -8,13 +8,17 @@ they issue, so those rows compare like with like. The schedule is ``BlockMmad`` 
 - base blocks of C in the order of the block swizzle (``ops/catlass/tiling.py``); core ``i``
   takes tasks ``i, i + cores, ...``;
 - per block, the L1 k tiles in the shuffled order; A (RowMajor) to L1 in zN with one ND -> NZ
-  DataCopy; B ColumnMajor to L1 in nZ the same way, or zN B with one strided DataCopy;
+  DataCopy; B ColumnMajor to L1 in nZ the same way, RowMajor B to L1 in zN the same way
+  (``copy_gm_to_l1.hpp``), or zN B with one strided DataCopy;
   two L1 stages, the next tile (the next block's first, at a block's end) copied before the
   current one is used;
 - per L1 tile, L0 k steps of ``l0_k``: A to L0A with one LoadData2D per 16-row fractal row
   (``copy_l1_to_l0a.hpp``, zN -> zZ); B to L0B with one LoadData2D for the whole step when
   the block is full width (``copy_l1_to_l0b.hpp``, nZ), else one per 16-deep k row, and for
-  zN B one transposing LoadData2D per 16-deep k row; two L0 stages; one Mmad per step into L0C;
+  zN B (in GM, or RowMajor made zN in L1) one transposing LoadData2D per 16-deep k row; two L0
+  stages; one Mmad per step into L0C. A k that is not a whole number of fractals (``matmul``
+  only: ``catlass_matmul`` refuses it) ends in a partial step: the ND -> NZ copy zero-fills A's
+  last fractal columns, the loads move whole fractals and the Mmad takes the true k;
 - FixPipe L0C -> GM with fp32 -> fp16 (CAST_RINT) and NZ -> ND, the next block's first Mmad
   after it (L0C holds one block).
 
@@ -38,7 +42,7 @@ from npusim.ops.catlass.tiling import (
     k_order,
     zn_offset,
 )
-from npusim.ops.common import as_array, override, resolve_chip, round_up
+from npusim.ops.common import as_array, ceil_div, override, resolve_chip, round_up
 
 NAME = "catlass_matmul"
 
@@ -92,6 +96,10 @@ class CatlassMatmulKernel(Kernel):
             cube.data_copy_nd2nz(b1, self.b_gm[n_idx * t.l1_n * t.k + k_lo], cube.Nd2NzParams(
                 n_value=cols, d_value=depth, src_d_value=t.k, dst_nz_c0_stride=t.l1_n,
                 dst_nz_n_stride=1))
+        elif t.layout_b == "row":   # K x N rows -> zN: 16-column fractal columns of l1_k rows
+            cube.data_copy_nd2nz(b1, self.b_gm[k_lo * t.n + n_idx * t.l1_n], cube.Nd2NzParams(
+                n_value=depth, d_value=cols, src_d_value=t.n, dst_nz_c0_stride=t.l1_k,
+                dst_nz_n_stride=1))
         else:   # zN: one 16-column fractal column per block, depth rows of 32 bytes each
             k_rows = round_up(t.k, FRAC)
             data_copy(b1, self.b_gm[zn_offset(k_lo, n_idx * t.l1_n, k_rows)], DataCopyParams(
@@ -124,7 +132,7 @@ class CatlassMatmulKernel(Kernel):
 
     def load_a(self, a2, a1, k_lo, step, m_round):
         """zN -> zZ: one LoadData2D per 16-row fractal row of A."""
-        mf, kf, stride = m_round // FRAC, step // FRAC, self.t.l1_m // FRAC
+        mf, kf, stride = m_round // FRAC, ceil_div(step, FRAC), self.t.l1_m // FRAC
         for mb in range(mf):
             cube.load_data(a2[mb * kf * FRAC * FRAC], a1, cube.LoadData2DParams(
                 start_index=(k_lo // FRAC) * stride + mb, repeat_times=kf, src_stride=stride))
@@ -133,7 +141,7 @@ class CatlassMatmulKernel(Kernel):
         """nZ -> L0B: one LoadData2D for a full-width block, else one per 16-deep k row; zN ->
         L0B: one transposing LoadData2D per 16-deep k row."""
         t = self.t
-        nf, kf = n_round // FRAC, step // FRAC
+        nf, kf = n_round // FRAC, ceil_div(step, FRAC)
         if t.layout_b == "column":
             stride = t.l1_n // FRAC
             if nf == stride:
@@ -174,9 +182,12 @@ def catlass_matmul_tiling(chip, m: int, n: int, k: int, layout_b: str, overrides
 
 
 def gm_b(b: np.ndarray, layout_b: str) -> np.ndarray:
-    """B (k x n) as it lies in GM: ColumnMajor (n x k rows), or zN with k rounded to 16."""
+    """B (k x n) as it lies in GM: ColumnMajor (n x k rows), RowMajor (k x n rows), or zN with k
+    rounded to 16."""
     if layout_b == "column":
         return np.ascontiguousarray(b.T).reshape(-1)
+    if layout_b == "row":
+        return np.ascontiguousarray(b).reshape(-1)
     k, n = b.shape
     k_rows, n_cols = round_up(k, FRAC), round_up(n, FRAC)
     padded = np.zeros((k_rows, n_cols), b.dtype)

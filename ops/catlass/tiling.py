@@ -17,6 +17,8 @@ from npusim.ops.common import ceil_div
 
 FRAC = 16
 LAYOUTS_B = ("column", "zn")   # B ColumnMajor (N x K in GM) or zN (fractal columns of 16)
+# the kernel also takes RowMajor B (K x N in GM), for ``npusim.ops.matmul`` (ops/matmul/)
+KERNEL_LAYOUTS_B = (*LAYOUTS_B, "row")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,63 @@
+"""The case of aclnnMatmul (2-D) on the CATLASS-shaped kernel: inputs, flops and help.
+
+``--shape MxNxK`` (as ``catlass_matmul``): self is M x K, mat2 K x N. ``--param
+mat2=row|transposed`` lays mat2 out as a C-contiguous K x N matrix or as the transpose of a
+C-contiguous N x K one (the FC layer's ``x @ W.T``)."""
+
+from npusim.cases.common import OpCase, Param, random_array
+from npusim.errors import NpusimError
+
+MAT2_LAYOUTS = ("row", "transposed")
+
+
+def _layout(text: str) -> str:
+    if text not in MAT2_LAYOUTS:
+        raise ValueError(f"allowed: {', '.join(MAT2_LAYOUTS)}")
+    return text
+
+
+def _cube_math_type(text: str) -> int:
+    return int(text)
+
+
+def _make(shape, dtype, params, rng):
+    if len(shape) != 3:
+        raise NpusimError(f"matmul: shape {'x'.join(map(str, shape))}: MxNxK, three sizes; "
+                          f"got {len(shape)}")
+    m, n, k = shape
+    a = random_array(rng, (m, k), dtype)
+    if params["mat2"] == "transposed":
+        b = random_array(rng, (n, k), dtype).T
+    else:
+        b = random_array(rng, (k, n), dtype)
+    return (a, b), {"cube_math_type": params["cube_math_type"]}
+
+
+def _flops(args, kwargs):
+    (m, k), n = args[0].shape, args[1].shape[1]
+    return 2 * m * n * k
+
+
+def _golden_options(result, args, kwargs) -> dict:
+    return {"tiling": result.tiling}
+
+
+MATMUL = OpCase(
+    name="matmul", aclnn="aclnnMatmul",
+    summary="out = self @ mat2 (2-D), on the CATLASS-shaped kernel",
+    shape_help="MxNxK: self is M x K, mat2 K x N, out M x N (ResNet-50's FC forward at batch 32: "
+               "32x1000x2048 with --param mat2=transposed)",
+    default_shape=(32, 1000, 2048), demo_shape=(256, 256, 512), quick_shape=(64, 64, 128),
+    dtypes=("float16", "float32"), unit="cube", make=_make, flops=_flops,
+    params=(Param(name="mat2", parse=_layout, default="transposed",
+                  help="mat2 in memory: row (C-contiguous K x N) or transposed (the transpose "
+                       "of a C-contiguous N x K, as W.T)"),
+            Param(name="cube_math_type", parse=_cube_math_type, default="2",
+                  help="0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION, 2 USE_FP16, 3 USE_HF32 "
+                       "(float32 is modelled with 2 only)")),
+    golden_options=_golden_options,
+    tiling_help="l1_m, l1_n, l1_k (the L1 tile), l0_k (the L0 k step), swizzle_offset, "
+                "swizzle_direction, shuffle_k (true/false), block_dim (cube cores)",
+    sweep_example="--tiling l1_m=64,128 --tiling l1_n=128,256",
+    notes="Atlas A2 only (the kernel's FixPipe). float32 runs as Cast, the fp16 GEMM, Cast "
+          "(cube_math_type 2).")
