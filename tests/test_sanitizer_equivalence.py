@@ -34,6 +34,8 @@ def collecting(cls):
 
 
 class _Inst:
+    checks_data = False
+
     def __init__(self, name, reads, writes):
         self.name, self.r, self.w = name, reads, writes
 

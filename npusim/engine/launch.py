@@ -26,6 +26,7 @@ from npusim.engine.beside import start as start_beside
 from npusim.engine.beside import start_checker
 from npusim.engine.functional import run_functional
 from npusim.engine.gc_pause import gc_paused
+from npusim.engine.gm_writes import check as check_gm_writes
 from npusim.engine.memory import Buffer, anonymous_zeros
 from npusim.engine.result import Result, collect_stats
 from npusim.engine.timed import TimedEngine
@@ -258,6 +259,8 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
         gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)
+    if sanitize:
+        check_gm_writes(specs, gm)      # two cores writing the same GM bytes
     t_record = time.perf_counter()
     tracer = None
     cycles = 0.0

@@ -44,20 +44,36 @@ def decidable(specs: list, types: set | None = None) -> bool:
 
 def check(specs: list) -> str:
     """The verdict on the launch's recorded streams: "ok", "race" or "unordered"."""
-    if any(s.peers for s in specs):
+    try:
+        return "ok" if _first(specs) is None else "race"
+    except _Unordered:
         return "unordered"
+
+
+def first_race(specs: list) -> HazardError | None:
+    """The HazardError of the launch's recorded streams taken in program order (a race, or a
+    read of bytes never written), None when there is none or the order cannot be decided.
+    The first access of a race is then the one the program issued first."""
+    try:
+        return _first(specs)
+    except _Unordered:
+        return None
+
+
+def _first(specs: list) -> HazardError | None:
+    if any(s.peers for s in specs):
+        raise _Unordered("cross-core peers")
     cores = cores_to_check([SimpleNamespace(index=i, label=s.label, pipes=s.pipes,
                                             stream=s.stream, peers=[])
                             for i, s in enumerate(specs)])
-    san = Sanitizer(cores)
+    san = Sanitizer(cores, recheck=False)
     try:
         for core in cores:
             _feed(san, core.index, core.stream)
-    except HazardError:
-        return "race"
-    except _Unordered:
-        return "unordered"
-    return "ok"
+        san.finish()
+    except HazardError as exc:
+        return exc
+    return None
 
 
 def _feed(san, i: int, stream: list) -> None:
