@@ -179,6 +179,12 @@ def launch(kernel_cls, **options) -> Result:
     Returns a ``Result``: ``outputs``, ``cycles``, ``time_us``, ``stats``, ``tracer``.
     docs/guide/kernel-api.md has a complete example.
 
+    Start-up is not charged: ``cycles`` runs from the first instruction to the last. An
+    operator (``npusim.aclnn``, ``npusim run``) adds each kernel's start-up on its cores (the
+    chip model's ``[launch] kernel_start_cycles`` and per-block cycles) and the gaps between
+    kernels, as msprof's task durations do, so a bare launch's cycles and an operator's are
+    not directly comparable (``Result.summary()`` says which it is).
+
     Floating-point exceptions (overflow to inf, NaN from inf - inf, ...) are values, as on the
     chip, not numpy RuntimeWarnings on the user's stderr."""
     with np.errstate(all="ignore"), gc_paused():
