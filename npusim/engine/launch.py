@@ -58,6 +58,11 @@ class CoreSpec:
     used_bytes: dict = field(default_factory=dict)
 
 
+def _article(core_type: str) -> str:
+    """'an aiv', 'an aic', 'a mix'."""
+    return f"{'an' if core_type[0] in 'aeiou' else 'a'} {core_type}"
+
+
 def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
     """The cores a launch of ``block_dim`` blocks uses, with their pipes and peers."""
     if core_type not in ("aiv", "aic", "mix"):
@@ -65,8 +70,8 @@ def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
     limit = {"aiv": chip.vector_core_count, "aic": chip.ai_core_count,
              "mix": chip.ai_core_count}[core_type]
     if not isinstance(block_dim, int | np.integer) or not 1 <= block_dim <= limit:
-        raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: a {core_type} kernel can "
-                          f"use 1 to {limit} cores")
+        raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: {_article(core_type)} "
+                          f"kernel can use 1 to {limit} cores")
     if not chip.separated:
         return _place([_spec(chip, f"core{i}", "core", i, block_dim) for i in range(block_dim)])
     if core_type != "mix":
