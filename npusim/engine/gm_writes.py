@@ -29,12 +29,13 @@ from npusim.errors import GmWriteConflictError
 def check(specs: list, gm) -> None:
     """Raise HazardError when two cores (not peers) write common GM bytes in one phase."""
     group = _groups(specs)
-    rows: list = []                             # (n, 4) arrays: lo, hi, core, phase
+    rows: list = []                             # (lo, hi, core, phase) tuples
+    blocks: list = []                           # (n, 4) arrays of the same, strided moves
     for core, spec in enumerate(specs):
-        _writes(spec.stream, core, rows)
-    if len(rows) < 2:
+        _writes(spec.stream, core, rows, blocks)
+    arr = np.concatenate([np.array(rows, np.int64).reshape(-1, 4), *blocks])
+    if len(arr) < 2:
         return
-    arr = np.concatenate(rows)
     for phase in np.unique(arr[:, 3]):
         part = arr[arr[:, 3] == phase]
         if len(np.unique(group[part[:, 2]])) < 2:
@@ -59,22 +60,21 @@ def _groups(specs: list) -> np.ndarray:
     return np.array([root(i) for i in range(len(specs))], np.int64)
 
 
-def _writes(stream: list, core: int, rows: list) -> None:
-    """Add ``core``'s plain GM writes to ``rows``, each with its phase (sync_alls before it)."""
+def _writes(stream: list, core: int, rows: list, blocks: list) -> None:
+    """Add ``core``'s plain GM writes to ``rows`` (a strided move's to ``blocks``), each with
+    its phase (the sync_alls before it)."""
     types = set(map(type, stream))
     writers = {t for t in types if (t.kind == "exec" and t.touches_gm)
                or t.kind == "scalar_write"}
     if not writers:
         return
     if not any(t.kind == "syncall" for t in types):
-        entries = ((inst, 0) for inst in {id(i): i for i in stream}.values()
-                   if type(inst) in writers)
+        unique = dict(zip(map(id, stream), stream, strict=True)).values()  # re-issued: once
+        entries = ((inst, 0) for inst in unique if type(inst) in writers)
     else:
         entries = _phased(stream, writers)
     for inst, phase in entries:
-        spans = _spans(inst)
-        if len(spans):
-            rows.append(np.column_stack([spans, np.full((len(spans), 2), (core, phase))]))
+        _spans(inst, core, phase, rows, blocks)
 
 
 def _phased(stream: list, writers: set):
@@ -87,24 +87,24 @@ def _phased(stream: list, writers: set):
             yield inst, phase
 
 
-def _spans(inst) -> np.ndarray:
-    """The GM bytes ``inst`` writes without adding, as (n, 2) [lo, hi): block by block for a
-    move."""
+def _spans(inst, core: int, phase: int, rows: list, blocks: list) -> None:
+    """The GM bytes ``inst`` writes without adding: a scalar store's span, a move's blocks
+    (one row when they are contiguous, an array of rows when strided)."""
     if inst.kind != "exec":
-        out = [(lo, hi) for store, lo, hi in inst.writes() if type(store) is GlobalMemory]
-        return np.array(out, np.int64).reshape(-1, 2)
+        rows += [(lo, hi, core, phase) for store, lo, hi in inst.writes()
+                 if type(store) is GlobalMemory]
+        return
     if not inst.gm_write or getattr(inst, "atomic", False):
-        return np.zeros((0, 2), np.int64)
-    out = [np.zeros((0, 2), np.int64)]
+        return
     for addr, count, length, stride in inst.gm_blocks():
         if count <= 0 or length <= 0:
             continue
         if count == 1 or stride == length:
-            out.append(np.array([[addr, addr + (count - 1) * stride + length]], np.int64))
+            rows.append((addr, addr + (count - 1) * stride + length, core, phase))
         else:
             lo = addr + stride * np.arange(count, dtype=np.int64)
-            out.append(np.stack([lo, lo + length], axis=1))
-    return np.concatenate(out)
+            blocks.append(np.stack([lo, lo + length, np.full(count, core, np.int64),
+                                    np.full(count, phase, np.int64)], axis=1))
 
 
 def _overlap(rows: np.ndarray, group: np.ndarray) -> tuple | None:
