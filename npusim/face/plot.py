@@ -188,7 +188,8 @@ def pipeline(result, path, cores=None, max_cores: int = 4, x_max_us: float | Non
                  f"{_cores_shown(result, rows)}")
     kinds = [k for k in COLOURS if any(key == k for _, key in bars)]
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in kinds]
-    ax.legend(handles, [LEGEND[k] for k in kinds], fontsize=7, loc="upper right")
+    ax.legend(handles, [LEGEND[k] for k in kinds], fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.005, 1))      # beside the lanes, not over them
     return _save(fig, path)
 
 
