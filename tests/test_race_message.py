@@ -75,3 +75,23 @@ def test_missing_mte3_to_v_is_a_write_after_read_on_the_output_queue(monkeypatch
 def test_the_two_flags_of_a_pair_give_different_messages(monkeypatch):
     for a, b in (("MTE2", "V"), ("V", "MTE3")):
         assert _without(monkeypatch, a, b) != _without(monkeypatch, b, a)
+
+
+@pytest.mark.parametrize("dropped", ["V_S", "S_V", "MTE2_V"])
+def test_a_kernel_with_sync_all_names_the_flag_it_lost(monkeypatch, dropped):
+    """CrossEntropyLossGrad's cores meet at a SyncAll, so the program-order check cannot give
+    the verdict; it still gives the words: the fix named is the flag taken out (V_S: the scalar
+    read nll before V wrote it, a read after write, not the write after read of simulated
+    time, where the scalar ran ahead)."""
+    from test_op_cross_entropy_loss_grad import inputs
+
+    import npusim.ops.cross_entropy.kernel as ce_kernel
+    from npusim import ops
+
+    keep = ce_kernel.sync
+    monkeypatch.setattr(ce_kernel, "sync", lambda event: None if event == dropped else
+                        keep(event))
+    with pytest.raises(HazardError) as caught:
+        ops.cross_entropy_loss_grad(*inputs(8, 300, "float16", ignored=0.0))
+    assert "(read after write)" in str(caught.value)
+    assert f"set_flag(HardEvent.{dropped}, id)" in str(caught.value)

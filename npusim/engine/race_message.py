@@ -22,8 +22,11 @@ learner can act on:
 which a pipe that should have waited may run ahead (its read then comes before the write it
 should have followed). ``raise_race`` therefore asks the program-order check
 (``npusim/engine/race_order.py``), which takes accesses in the order the scalar issued them,
-for its report whenever the launch is one it decides: the first access is then the one the
-program issued first, and the fix points the way the program meant.
+for its report whenever it can follow the launch in program order (no cross-core flags; a
+SyncAll taken as a barrier of its own core): the first access is then the one the program
+issued first, and the fix points the way the program meant. Kernels with cross-core flags (an
+A2 mixed kernel's AIC and AIVs) keep the timed run's order, and their "first" is the first in
+simulated time.
 """
 
 from npusim.errors import HazardError
