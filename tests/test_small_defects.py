@@ -1,6 +1,7 @@
 """Small defects users met (issue 42, item 8): HardEvent members are an enum that still equals
 the strings the DSL takes; the block_dim error's grammar; lesson 1 prints whole trace lines."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,11 @@ def test_block_dim_error_says_an_aiv_kernel():
         run_copy(block_dim=49, tiles=1, tile=256, dtype=np.float16)
 
 
-def test_lesson_one_prints_whole_trace_lines():
-    out = subprocess.run([sys.executable, str(ROOT / "docs/lessons/01_copy.py")],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+def test_lesson_one_prints_whole_trace_lines(tmp_path):
+    script = tmp_path / "01_copy.py"          # a copy: its figure goes to tmp_path/figures
+    shutil.copy(ROOT / "docs/lessons/01_copy.py", script)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
     lines = out.stdout.splitlines()
     trace = lines[lines.index(next(x for x in lines if x.strip().startswith("issue"))):]
     assert len(trace) == 12
