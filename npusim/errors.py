@@ -38,6 +38,14 @@ class HazardError(NpusimError):
     """Two pipes touch overlapping on-chip bytes with nothing ordering them."""
 
 
+class UnwrittenReadError(HazardError):
+    """An instruction reads on-chip bytes that nothing in the launch wrote before it."""
+
+
+class GmWriteConflictError(HazardError):
+    """Two cores write the same GM bytes without atomics and with no sync_all between them."""
+
+
 class NumericsRequiredError(NpusimError):
     """``numerics=False`` asked of a kernel whose control flow reads the data (indices)."""
 

@@ -12,7 +12,7 @@ from collections import deque
 import numpy as np
 
 from npusim.engine.memory import Buffer
-from npusim.errors import HazardError
+from npusim.engine.race_message import raise_race
 
 PAGE_SHIFT = 16   # the history is kept per 64 KB page: an access scans only its pages' entries
 
@@ -34,6 +34,9 @@ class Sanitizer:
         self.history: dict = {}              # buffer -> page -> entries touching the page
         self.seq = 0                          # entries numbered in the order they are made
         self.flag_clocks: dict[tuple, deque] = {}
+        self.counts: dict = {}
+        self.thread_info = {t: (cores[c], p) for (c, p), t in self.tid.items()}
+        self.recheck_cores = cores if all(hasattr(c, "stream") for c in cores) else None
 
     # clocks ------------------------------------------------------------------------------------
     def _tick(self, core: int, pipe: str, issue_clock=None) -> int:
@@ -93,12 +96,15 @@ class Sanitizer:
         t = self._tick(core, pipe, issue_clock)
         vc = self.vc[t]
         epoch = vc.item(t)
+        counts = self.counts.setdefault(t, {})
+        counts[inst.name] = counts.get(inst.name, 0) + 1
+        runs = (inst, counts[inst.name])    # the instruction and which run of its name
         for write, spans in ((False, inst.reads()), (True, inst.writes())):
             if len(spans) > 2:      # e.g. vnchwconv's 16 overlapping strided lists
                 spans = _merged(spans)
             for store, lo, hi in spans:
                 if hi > lo and type(store) is Buffer:
-                    self._access(store, lo, hi, write, t, vc, epoch, inst)
+                    self._access(store, lo, hi, write, t, vc, epoch, runs)
 
     def _access(self, store, lo, hi, write, t, vc, epoch, inst) -> None:
         pages = self.history.get(store)
@@ -170,13 +176,11 @@ class Sanitizer:
             pages[page] = kept
 
     def _report(self, store, lo, hi, first, second) -> None:
-        def side(entry):
-            t, inst, write = entry
-            return f"{inst.name} on {self.names[t]} ({'writes' if write else 'reads'})"
+        (t1, (inst1, n1), w1), (t2, (inst2, n2), w2) = first, second
+        raise_race(self, store, lo, hi, (t1, inst1, w1, n1), (t2, inst2, w2, n2))
 
-        raise HazardError(
-            f"race on {store!r} bytes [{lo}, {hi}): {side(first)} and {side(second)} "
-            "are not ordered by any flag, queue hand-off or barrier")
+    def finish(self) -> None:
+        """Reads of bytes never written are not this reference's business."""
 
 
 def _merged(spans) -> list:

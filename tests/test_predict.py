@@ -472,3 +472,40 @@ def test_the_bench_memory_cases_run_and_count_instructions(small):
     run = bench_memory.checked_run("embedding_dense_backward", (64, 32), {"indices": "zipf"})
     assert run.stats["instructions"] > 0
     assert [case[0] for case in bench_memory.cases(True)][0].startswith("run embedding")
+
+
+def test_figures_are_readable_on_one_scale_and_tables_keep_one_unit_a_column(small):
+    """Issue 42, item 20: no figure text under 8 points at 150 dpi; the roofline panels share
+    one y scale; bar labels are in the axis' unit (ms); a table column of times has one unit."""
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from npusim.studies.predict import figures as figs
+    from npusim.studies.predict.blocks import Num, one_unit
+    from npusim.studies.predict.report import blocks
+
+    _, result = small
+    assert figs.DPI >= 150
+    for draw in (figs.layers, figs.totals, figs.roofline):
+        fig = draw(plt, result)
+        for ax in fig.axes:
+            for t in [*ax.texts, *ax.get_yticklabels()]:
+                assert t.get_fontsize() >= 8, (draw.__name__, t.get_text())
+            if draw is not figs.roofline:
+                assert all(t.get_text().strip().endswith("ms") for t in ax.texts)
+        if draw is figs.roofline:
+            assert len({ax.get_ylim() for ax in fig.axes}) == 1
+        plt.close(fig)
+    table = ("table", "t", ["a"], [[Num(950.0, "us", "950.0 us")], [Num(1200.0, "us", "1.20 ms")]])
+    assert [r[0].text for r in one_unit(table)[3]] == ["0.95 ms", "1.20 ms"]
+    for b in blocks(result):
+        if b[0] != "table":
+            continue
+        for j in range(len(b[2])):
+            units = {re.sub(r"[\d.,\s]", "", r[j].text) for r in b[3]
+                     if j < len(r) and isinstance(r[j], Num) and r[j].unit == "us"}
+            assert len(units) <= 1, (b[1], b[2][j], units)

@@ -34,6 +34,8 @@ def collecting(cls):
 
 
 class _Inst:
+    checks_data = touches_gm = False
+
     def __init__(self, name, reads, writes):
         self.name, self.r, self.w = name, reads, writes
 

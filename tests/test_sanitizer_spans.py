@@ -34,6 +34,7 @@ def test_merged_spans_are_the_same_bytes_disjoint_and_in_store_order(spans):
 
 class _Inst(SimpleNamespace):
     name = "op"
+    checks_data = touches_gm = False
 
     def reads(self):
         return self.r

@@ -52,7 +52,7 @@ def main():
     print(f"copy_tile_in = {first_in[5] - first_in[4]:,.0f}")
     print(f"copy_tile_out = {first_out[5] - first_out[4]:,.0f}")
     print(f"copy_first_start = {first_in[4]:,.0f}")
-    print(r.line_trace(core=0)[:1200])
+    print("\n".join(r.line_trace(core=0).splitlines()[:12]))   # the first whole lines
     FIGURES.mkdir(exist_ok=True)
     plot.pipeline(r, FIGURES / "01_copy_pipeline.png")
 

@@ -40,8 +40,9 @@ def main():
         print(f"{name}_mte2_busy = {busy['MTE2']:.0%}")
         print(f"{name}_ub_peak = {r.stats['peak_live_bytes']['UB']:,}")
     FIGURES.mkdir(exist_ok=True)
-    plot.pipeline(single, FIGURES / "03_single_pipeline.png")
-    plot.pipeline(double, FIGURES / "03_double_pipeline.png")
+    scale = max(single.time_us, double.time_us)        # one time axis for both charts
+    plot.pipeline(single, FIGURES / "03_single_pipeline.png", x_max_us=scale)
+    plot.pipeline(double, FIGURES / "03_double_pipeline.png", x_max_us=scale)
     plot.memory(double, FIGURES / "03_double_memory.png")
 
 

@@ -177,7 +177,11 @@ def metrics(run: CaseRun) -> dict:
         out.update(tbs=nbytes / seconds / 1e12, tflops=flops / seconds / 1e12,
                    roofline_ratio=bound_us / r.time_us)
     out["pipe_utilisation"] = r.stats.get("pipe_utilisation", {})
-    out["peak_live_bytes"] = r.stats.get("peak_live_bytes") or r.stats.get("peak_bytes", {})
+    # the most live at once (with the trace), else what init_buffer carved: two things, so the
+    # report labels which (``peak_kind``)
+    live = r.stats.get("peak_live_bytes")
+    out["peak_kind"] = "live" if live else "carved"
+    out["peak_live_bytes"] = live or r.stats.get("peak_bytes", {})
     out["capacity_bytes"] = {b: getattr(chip, SIZE_KEYS[b]) for b in out["peak_live_bytes"]
                              if b in SIZE_KEYS}
     return out

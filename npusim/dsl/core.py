@@ -15,6 +15,7 @@ the tensor-position checks Ascend C makes at compile time.
 """
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from npusim.dsl.context import current, issue, issue_again
 from npusim.dtypes import dtype_of
@@ -54,8 +55,12 @@ ALIGN_KEYS = {"UB": "ub_align_bytes", "L1": "l1_align_bytes", "L0A": "l0ab_align
               "L0B": "l0ab_align_bytes", "L0C": "l0c_align_bytes"}
 
 
-class HardEvent:
-    """Ascend C HardEvent names: ``set_flag(HardEvent.MTE2_V, 0)``."""
+class HardEvent(StrEnum):
+    """Ascend C HardEvent names: ``set_flag(HardEvent.MTE2_V, 0)``.
+
+    An enum whose members are their names as strings (``HardEvent.MTE2_V == "MTE2_V"``, and it
+    prints as ``MTE2_V``): ``set_flag`` and ``wait_flag`` take either, so kernels that pass the
+    plain string keep working."""
 
     MTE2_V, V_MTE2, V_MTE3, MTE3_V, MTE3_MTE2, MTE2_MTE3 = (
         "MTE2_V", "V_MTE2", "V_MTE3", "MTE3_V", "MTE3_MTE2", "MTE2_MTE3")

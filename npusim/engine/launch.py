@@ -26,6 +26,7 @@ from npusim.engine.beside import start as start_beside
 from npusim.engine.beside import start_checker
 from npusim.engine.functional import run_functional
 from npusim.engine.gc_pause import gc_paused
+from npusim.engine.gm_writes import check as check_gm_writes
 from npusim.engine.memory import Buffer, anonymous_zeros
 from npusim.engine.result import Result, collect_stats
 from npusim.engine.timed import TimedEngine
@@ -57,6 +58,11 @@ class CoreSpec:
     used_bytes: dict = field(default_factory=dict)
 
 
+def _article(core_type: str) -> str:
+    """'an aiv', 'an aic', 'a mix'."""
+    return f"{'an' if core_type[0] in 'aeiou' else 'a'} {core_type}"
+
+
 def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
     """The cores a launch of ``block_dim`` blocks uses, with their pipes and peers."""
     if core_type not in ("aiv", "aic", "mix"):
@@ -64,8 +70,8 @@ def core_layout(chip, core_type: str, block_dim: int) -> list[CoreSpec]:
     limit = {"aiv": chip.vector_core_count, "aic": chip.ai_core_count,
              "mix": chip.ai_core_count}[core_type]
     if not isinstance(block_dim, int | np.integer) or not 1 <= block_dim <= limit:
-        raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: a {core_type} kernel can "
-                          f"use 1 to {limit} cores")
+        raise TilingError(f"block_dim = {block_dim} on {chip.name!r}: {_article(core_type)} "
+                          f"kernel can use 1 to {limit} cores")
     if not chip.separated:
         return _place([_spec(chip, f"core{i}", "core", i, block_dim) for i in range(block_dim)])
     if core_type != "mix":
@@ -178,6 +184,12 @@ def launch(kernel_cls, **options) -> Result:
     Returns a ``Result``: ``outputs``, ``cycles``, ``time_us``, ``stats``, ``tracer``.
     docs/guide/kernel-api.md has a complete example.
 
+    Start-up is not charged: ``cycles`` runs from the first instruction to the last. An
+    operator (``npusim.aclnn``, ``npusim run``) adds each kernel's start-up on its cores (the
+    chip model's ``[launch] kernel_start_cycles`` and per-block cycles) and the gaps between
+    kernels, as msprof's task durations do, so a bare launch's cycles and an operator's are
+    not directly comparable (``Result.summary()`` says which it is).
+
     Floating-point exceptions (overflow to inf, NaN from inf - inf, ...) are values, as on the
     chip, not numpy RuntimeWarnings on the user's stderr."""
     with np.errstate(all="ignore"), gc_paused():
@@ -258,6 +270,8 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
         gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
     record(kernel_cls, chip, specs, args, eager)
+    if sanitize:
+        check_gm_writes(specs, gm)      # two cores writing the same GM bytes
     t_record = time.perf_counter()
     tracer = None
     cycles = 0.0

@@ -89,10 +89,14 @@ class Result:
         return line_trace(self, core)
 
     def summary(self) -> str:
-        """A readable table of the run."""
+        """A readable table of the run: time, pipes, GM traffic by path, the memory roofline,
+        and per buffer the bytes ``init_buffer`` carved (``stats["peak_bytes"]``) beside the
+        most live at once (``stats["peak_live_bytes"]``, with the trace)."""
         s = self.stats
         lines = [f"chip {self.chip.name}  mode {self.mode}  cycles {self.cycles}  "
                  f"time {self.time_us:.3f} us  instructions {s.get('instructions', 0)}"]
+        if self.mode == "timed":
+            lines.append(self._start_up_text())
         if self.tiling is not None:
             lines.append(f"tiling {self.tiling}")
         util = s.get("pipe_utilisation", {})
@@ -101,9 +105,31 @@ class Result:
                          + "  ".join(f"{p} {u:.0%}" for p, u in util.items()))
         for path, nbytes in s.get("bytes_by_path", {}).items():
             lines.append(f"  {path:<22} {nbytes:>14,d} bytes")
+        if self.cycles:
+            lines.append(self._roofline_text())
+        live = s.get("peak_live_bytes", {})
         for buf, nbytes in s.get("peak_bytes", {}).items():
-            lines.append(f"  peak {buf:<17} {nbytes:>14,d} bytes")
+            most = (f"  live at most {live[buf]:>11,d} bytes" if buf in live
+                    else "  (live bytes: run with trace on)")
+            lines.append(f"  {buf:<4} carved by init_buffer {nbytes:>11,d} bytes{most}")
         return "\n".join(lines)
+
+    def _roofline_text(self) -> str:
+        """The memory roofline: the run's GM bytes at the chip's HBM bandwidth."""
+        gm = sum(n for path, n in self.stats.get("bytes_by_path", {}).items() if "GM" in path)
+        bound_us = gm / self.chip.hbm_bytes_per_s * 1e6
+        return (f"roofline (memory): {gm:,} GM bytes at {self.chip.hbm_bytes_per_s / 1e12:.2f} "
+                f"TB/s take {bound_us:.3f} us; the run reached {bound_us / self.time_us:.0%} "
+                "of it (compute bounds: npusim run's report, which knows the flops)")
+
+    def _start_up_text(self) -> str:
+        kernels = self.stats.get("kernels")
+        if kernels:
+            return ("start-up: included (each kernel's start-up on its cores and the gaps "
+                    "between kernels, as msprof's task durations count them)")
+        return ("start-up: none charged (a bare launch() times the kernel's instructions only; "
+                "an operator adds each kernel's start-up, [launch] kernel_start_cycles in the "
+                "chip model, so compare lesson cycles with operator cycles with care)")
 
 
 def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:

@@ -35,10 +35,12 @@ from collections import deque
 from functools import cache
 
 from npusim.engine.memory import Buffer
-from npusim.errors import HazardError
+from npusim.engine.race_message import raise_race
+from npusim.engine.unwritten import UNCHECKED, Unwritten
 
 _END = 1 << 62    # past the end of every buffer
 JOIN_AT = 8       # an access over more segments than this joins them when it can
+BLOCK = 32        # a move from GM writes on-chip memory in whole 32-byte blocks (unwritten.py)
 
 
 class _Segments(dict):
@@ -93,7 +95,7 @@ class Sanitizer:
     A history entry is ``(seq, lo, hi, slot, epoch, write, inst, thread)``: ``slot`` is the
     thread's entry in its group's clocks, ``seq`` numbers entries in the order they are made."""
 
-    def __init__(self, cores):
+    def __init__(self, cores, recheck: bool = True):
         self.tid: dict[tuple[int, str], int] = {}
         self.group: list[int] = []        # thread -> its group of peers
         self.slot: list[int] = []         # thread -> its entry in the group's clocks (0: SyncAll)
@@ -120,6 +122,12 @@ class Sanitizer:
         self.seq = 0                          # entries numbered in the order they are made
         self.sync_seqs = [0]                  # seq reached when each SyncAll was released
         self.flag_clocks: dict[tuple, deque] = {}
+        self.counts = [{} for _ in self.vc]   # thread -> instruction name -> runs so far
+        self.thread_info = {self.tid[(c.index, p)]: (c, p) for c in cores for p in c.pipes}
+        self.written = Unwritten()
+        # the cores to ask the program-order check about a race (race_message.raise_race)
+        self.recheck_cores = cores if recheck and all(hasattr(c, "stream") for c in cores) \
+            else None
 
     # clocks ------------------------------------------------------------------------------------
     def _join_issue(self, t: int, issue_clock) -> list:
@@ -216,27 +224,32 @@ class Sanitizer:
         vc = self.vc[t]
         if issue_clock is not None and issue_clock is not self.joined[t]:
             vc = self._join_issue(t, issue_clock)
+        counts = self.counts[t]
+        n = counts[inst.name] = counts.get(inst.name, 0) + 1
         spans = inst.reads()
         if spans:
             if len(spans) > 2:      # e.g. vnchwconv's 16 overlapping strided lists
                 spans = _merged(spans)
             for store, lo, hi in spans:
                 if hi > lo and type(store) is Buffer:
-                    self._access(store, lo, hi, False, t, vc, inst)
+                    self._access(store, lo, hi, False, t, vc, inst, n)
+                    if inst.name not in UNCHECKED and not inst.checks_data:
+                        self.written.check(store, lo, hi, t, inst, n)
         spans = inst.writes()
         if len(spans) > 2:
             spans = _merged(spans)
         for store, lo, hi in spans:
             if hi > lo and type(store) is Buffer:
-                self._access(store, lo, hi, True, t, vc, inst)
+                self._access(store, lo, hi, True, t, vc, inst, n)
+                self.written.add(store, lo, -(-hi // BLOCK) * BLOCK if inst.touches_gm else hi)
 
-    def _access(self, store, lo, hi, write, t, vc, inst) -> None:
+    def _access(self, store, lo, hi, write, t, vc, inst, n) -> None:
         segs = self.history.get(store)
         if segs is None:
             segs = self.history[store] = _Segments(self.group[t])
         slot = self.slot[t]
         self.seq = seq = self.seq + 1
-        new = (seq, lo, hi, slot, vc[slot], write, inst, t)
+        new = (seq, lo, hi, slot, vc[slot], write, inst, t, n)
         if segs.ends.get(lo) != hi or segs.group != self.group[t]:
             starts = segs.covering(lo, hi)
             if len(starts) > 1 or segs.group != self.group[t]:
@@ -247,7 +260,7 @@ class Sanitizer:
             if entry[3] != slot and entry[4] > vc[entry[3]]:   # not ordered before this access
                 if write or entry[5]:
                     self._report(store, max(lo, entry[1]), min(hi, entry[2]),
-                                 (entry[7], entry[6], entry[5]), (t, inst, write))
+                                 (entry[7], entry[6], entry[5], entry[8]), (t, inst, write, n))
             elif entry[1] == lo and entry[2] == hi and (write or not entry[5]):   # covered
                 if i == len(entries) - 1:
                     entries[i] = new        # dropped, and the new entry goes last
@@ -259,13 +272,13 @@ class Sanitizer:
     def _covered(self, store, entries, i, new, vc) -> list:
         """The rest of _access once ``entries[i]`` is found covered: the entries kept, then
         ``new``."""
-        _, lo, hi, slot, _, write, inst, t = new
+        _, lo, hi, slot, _, write, inst, t, n = new
         kept = entries[:i]
         for entry in entries[i + 1:]:
             if entry[3] != slot and entry[4] > vc[entry[3]]:
                 if write or entry[5]:
                     self._report(store, max(lo, entry[1]), min(hi, entry[2]),
-                                 (entry[7], entry[6], entry[5]), (t, inst, write))
+                                 (entry[7], entry[6], entry[5], entry[8]), (t, inst, write, n))
             elif entry[1] == lo and entry[2] == hi and (write or not entry[5]):
                 continue
             kept.append(entry)
@@ -274,7 +287,7 @@ class Sanitizer:
 
     def _access_wide(self, store, segs, new, vc, starts) -> None:
         """_access across segments, or on a buffer that two groups of peers touched."""
-        seq, lo, hi, _, _, write, inst, t = new
+        seq, lo, hi, _, _, write, inst, t, n = new
         if segs.group != self.group[t]:
             segs.group = None               # from now on every access takes this path
         found = {}
@@ -288,7 +301,7 @@ class Sanitizer:
             if not self._ordered(entry, t, vc):
                 if write or e_write:
                     self._report(store, max(lo, e_lo), min(hi, e_hi),
-                                 (entry[7], entry[6], e_write), (t, inst, write))
+                                 (entry[7], entry[6], e_write, entry[8]), (t, inst, write, n))
             elif lo <= e_lo and e_hi <= hi and (write or not e_write):
                 if dropped is None:         # covered: it lies in these segments only
                     dropped = set()
@@ -302,13 +315,12 @@ class Sanitizer:
             segs.join(starts)
 
     def _report(self, store, lo, hi, first, second) -> None:
-        def side(entry):
-            t, inst, write = entry
-            return f"{inst.name} on {self.names[t]} ({'writes' if write else 'reads'})"
+        raise_race(self, store, lo, hi, first, second)
 
-        raise HazardError(
-            f"race on {store!r} bytes [{lo}, {hi}): {side(first)} and {side(second)} "
-            "are not ordered by any flag, queue hand-off or barrier")
+    def finish(self) -> None:
+        """At the end of the run: a read of on-chip bytes that nothing wrote before it (and
+        that no later write raced with) is a finding (``npusim/engine/unwritten.py``)."""
+        self.written.finish(self.names)
 
 
 @cache

@@ -197,6 +197,8 @@ class TimedEngine:
                     self.env.process(pipe_process(self, pipe))
         self.env.run()
         self._check_finished()
+        if self.sanitizer is not None:
+            self.sanitizer.finish()     # a read of bytes never written
         return self.end_time
 
     def release(self) -> None:

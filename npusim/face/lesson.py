@@ -22,10 +22,12 @@ import numpy as np
 
 from npusim.errors import (
     DeadlockError,
+    GmWriteConflictError,
     HazardError,
     MemoryAccessError,
     NpusimError,
     TilingError,
+    UnwrittenReadError,
 )
 from npusim.face.lesson_specs import EXERCISES, Trial
 
@@ -55,6 +57,12 @@ class Report:
 
 # What each simulator finding means, for someone who has just met it.
 FINDINGS = [
+    (UnwrittenReadError, "read of bytes never written: an instruction read on-chip bytes "
+     "that nothing wrote before it (on the chip they hold leftovers); a copy or a vector op "
+     "shorter than the tile is the usual cause."),
+    (GmWriteConflictError, "cores overwrite each other: several cores wrote the same GM "
+     "bytes with plain copies; each core needs its own part (offsets from get_block_idx()), "
+     "or atomic adds."),
     (HazardError, "race: two pipes touched the same on-chip bytes and nothing ordered them. "
      "A set_flag/wait_flag pair (or a queue's enque/deque, alloc/free) is missing between "
      "the pipe that writes those bytes and the pipe that reads them."),

@@ -1,8 +1,10 @@
 """Plots of a timed run, drawn headless with matplotlib (Agg) to PNG.
 
-- ``pipeline(result, path, cores=None)``: a Gantt chart, one row per pipe of each core shown,
-  time in microseconds, each instruction a bar coloured by kind (GM move, local move, vector,
-  cube, flag wait, flag set, scalar).
+- ``pipeline(result, path, cores=None, max_cores=4, x_max_us=None)``: a Gantt chart, one row
+  per pipe that ran of each core shown (the title says "4 of 48 cores shown" when it leaves
+  cores out), time in microseconds, each instruction a bar coloured by kind (GM move, local
+  move, vector, cube, flag wait, flag set, scalar). Each lane is one collection per colour,
+  not one artist per bar, so a run of thousands of instructions draws in seconds.
 - ``memory(result, path, cores=None)``: live bytes per on-chip buffer over time, one panel per
   core shown, with each buffer's capacity as a dashed line.
 
@@ -98,11 +100,29 @@ def _type_rank(kind: str) -> int:
 
 
 def pipeline_rows(result, cores=None, max_cores: int = 4) -> list[tuple[int, str]]:
-    """(core index, pipe) of each row of the pipeline figure, top to bottom."""
+    """(core index, pipe) of each row of the pipeline figure, top to bottom: the pipes of the
+    cores shown that ran anything (a lane with no instruction, e.g. PIPE-S of a kernel whose
+    scalar work is not traced, is left out)."""
     labels = result.stats.get("core_labels", [])
     shown = list(cores) if cores is not None else shown_cores(result, max_cores)
     pipes = result.stats.get("core_pipes", {})
-    return [(c, p) for c in shown for p in PIPE_ORDER if p in pipes.get(labels[c], PIPE_ORDER)]
+    busy = {(r[0], r[1]) for r in result.tracer.records}
+    return [(c, p) for c in shown for p in PIPE_ORDER
+            if p in pipes.get(labels[c], PIPE_ORDER) and (c, p) in busy]
+
+
+def _lanes(ax, bars: dict, colour, height: float) -> None:
+    """Draw ``bars`` ({(row, key): [(x, width)]}) as one collection per lane and key (one
+    ``broken_barh`` call each, not one per bar: the same picture, drawn in seconds)."""
+    for (row, key), spans in bars.items():
+        ax.broken_barh(spans, (row - height / 2, height), color=colour(key))
+
+
+def _cores_shown(result, rows) -> str:
+    """'4 of 48 cores shown' when the figure leaves cores out, else ''."""
+    shown = len({c for c, _ in rows})
+    used = len({r[0] for r in result.tracer.records})
+    return f"; {shown} of {used} cores shown" if shown < used else ""
 
 
 def memory_panels(result, cores=None) -> list[tuple[int, list[str]]]:
@@ -126,8 +146,26 @@ def memory_panels(result, cores=None) -> list[tuple[int, list[str]]]:
             for c in cores]
 
 
-def pipeline(result, path, cores=None, max_cores: int = 4) -> str:
-    """Gantt chart of the pipes of ``cores`` (default: ``shown_cores``, every core type)."""
+# flags (zero-length, drawn 0.3 cycles wide) under the work they sit between
+DRAW_ORDER = ("wait", "set", "scalar", "gm", "local", "vector", "cube", "other")
+LEGEND = {"gm": "GM move", "local": "local move", "vector": "vector", "cube": "cube (mmad)",
+          "wait": "wait_flag: idle until another pipe's set_flag", "set": "set_flag",
+          "scalar": "scalar", "other": "other"}
+
+
+def pipeline(result, path, cores=None, max_cores: int = 4, x_max_us: float | None = None) -> str:
+    """Gantt chart of the pipes of ``cores``, time in microseconds.
+
+    cores: core indices to draw (``result.stats["core_labels"]`` names them); default
+        ``shown_cores``: up to ``max_cores`` cores that ran, at least one of every core type.
+        The title says how many of the cores that ran are shown ("4 of 48 cores shown").
+    x_max_us: the time axis' right end, so that two runs' charts share one scale (lesson 3's
+        single and double buffering); default the run's own length.
+
+    One row per pipe that ran anything; each instruction a bar coloured by kind. A grey
+    ``wait`` bar is a ``wait_flag`` holding its pipe until another pipe's ``set_flag``: on
+    PIPE-M after an ``mmad``, M waiting for the next L0A/L0B tiles (MTE1) or for L0C to be
+    freed (FIX, or V on the 910)."""
     _need_trace(result)
     labels = result.stats.get("core_labels", [])
     rows = pipeline_rows(result, cores, max_cores)
@@ -137,17 +175,21 @@ def pipeline(result, path, cores=None, max_cores: int = 4) -> str:
     for core, pipe, inst, _issue, start, end in result.tracer.records:
         row = index.get((core, pipe))
         if row is not None:
-            bars.setdefault(_kind(inst), []).append((row, start * us, max(end - start, 0.3) * us))
+            bars.setdefault((row, _kind(inst)), []).append(
+                (start * us, max(end - start, 0.3) * us))
+    bars = dict(sorted(bars.items(), key=lambda kv: DRAW_ORDER.index(kv[0][1])))
     fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.5))
-    for kind, items in bars.items():
-        for row, x, w in items:
-            ax.broken_barh([(x, w)], (row - 0.4, 0.8), color=COLOURS[kind])
+    _lanes(ax, bars, COLOURS.get, 0.8)
     ax.set_yticks(range(len(rows)), [f"{labels[c]} PIPE-{p}" for c, p in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time (us)")
-    ax.set_title(f"pipeline: {result.chip.name}, {result.cycles} cycles")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in bars]
-    ax.legend(handles, list(bars), fontsize=7, loc="upper right")
+    ax.set_xlim(0, x_max_us if x_max_us is not None else result.cycles * us * 1.01)
+    ax.set_title(f"pipeline: {result.chip.name}, {result.cycles * us:,.2f} us"
+                 f"{_cores_shown(result, rows)}")
+    kinds = [k for k in COLOURS if any(key == k for _, key in bars)]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in kinds]
+    ax.legend(handles, [LEGEND[k] for k in kinds], fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.005, 1))      # beside the lanes, not over them
     return _save(fig, path)
 
 
@@ -207,26 +249,31 @@ def critical_path(result, path, out, max_cores: int = 4) -> str:
     shown = sorted(weight, key=lambda c: -weight[c])[:max_cores]
     shown.sort(key=labels.index)
     pipes = result.stats.get("core_pipes", {})
-    rows = [(c, p) for c in shown for p in PIPE_ORDER if p in pipes.get(c, PIPE_ORDER)]
+    busy = {(labels[r[0]], r[1]) for r in result.tracer.records}
+    rows = [(c, p) for c in shown for p in PIPE_ORDER
+            if p in pipes.get(c, PIPE_ORDER) and (c, p) in busy]
     index = {row: i for i, row in enumerate(rows)}
     fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.8))
+    grey: dict = {}
     for core, pipe, _inst, _issue, start, end in result.tracer.records:
         row = index.get((labels[core], pipe))
         if row is not None:
-            ax.broken_barh([(start * us, max(end - start, 0.3) * us)], (row - 0.3, 0.6),
-                           color="#cccccc")
+            grey.setdefault((row, 0), []).append((start * us, max(end - start, 0.3) * us))
+    _lanes(ax, grey, lambda _: "#cccccc", 0.6)
+    red: dict = {}
     for label, pipe, x, w in segments:
         row = index.get((label, pipe))
         if row is not None:
-            ax.broken_barh([(x * us, max(w, 0.3) * us)], (row - 0.4, 0.8), color="#d62728")
+            red.setdefault((row, 0), []).append((x * us, max(w, 0.3) * us))
+    _lanes(ax, red, lambda _: "#d62728", 0.8)
     for x in starts[1:]:
         ax.axvline(x * us, color="#555555", lw=0.6, ls=":")
     ax.set_yticks(range(len(rows)), [f"{c} PIPE-{p}" for c, p in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time (us)")
     what, _cycles, share = path.largest()
-    ax.set_title(f"critical path: {result.chip.name}, {result.cycles} cycles; largest share "
-                 f"{what} {share:.0%}")
+    ax.set_title(f"critical path: {result.chip.name}, {result.cycles * us:,.2f} us; largest "
+                 f"share {what} {share:.0%}")
     ax.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in ("#d62728", "#cccccc")],
               ["on the critical path", "other instructions"], fontsize=7, loc="upper right")
     return _save(fig, out)

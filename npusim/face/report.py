@@ -62,7 +62,7 @@ def summary_lines(run: CaseRun) -> list:
               f"  roofline    {m['bound_us']:.2f} us, {m['bound']}-bound "
               f"({_bound_text(run, m)}); reached {m['roofline_ratio']:.0%} of it",
               "  pipes       " + pipes_text(m["pipe_utilisation"]),
-              "  buffers     " + buffers_text(m) + "  (peak live on one core)",
+              "  buffers     " + buffers_text(m) + _peak_note(m),
               f"  tiling      {tiling_text(r.tiling)}"]
     flag = fidelity_text(run, m)
     return lines + ([f"  fidelity    {flag}"] if flag else [])
@@ -117,6 +117,18 @@ def buffers_text(m: dict) -> str:
     return "  ".join(parts) or "-"
 
 
+def _peak_note(m: dict) -> str:
+    if m.get("peak_kind") == "carved":
+        return "  (carved by init_buffer on one core; the live peak needs the trace)"
+    return "  (peak live on one core)"
+
+
+def peak_label(runs_metrics: list, buf: str) -> str:
+    """``peak UB live`` or ``UB carved``: the compare row says which of the two it shows."""
+    kinds = {m.get("peak_kind", "live") for m in runs_metrics}
+    return f"peak {buf} live" if kinds == {"live"} else f"{buf} carved"
+
+
 def tiling_text(tiling) -> str:
     return " ".join(f"{k}={v}" for k, v in tiling_dict(tiling).items()) or "-"
 
@@ -151,7 +163,7 @@ def compare_rows(runs: list) -> list:
             row("cores", lambda r, m: str(r.result.stats.get("cores", "-")))]
     rows += [row(f"{p} busy", lambda r, m, p=p: _pct(m["pipe_utilisation"].get(p)), True)
              for p in pipes]
-    rows += [row(f"peak {b}", lambda r, m, b=b: _peak(m, b)) for b in bufs]
+    rows += [row(peak_label(list(ms.values()), b), lambda r, m, b=b: _peak(m, b)) for b in bufs]
     rows += [row(f"tiling {k}", lambda r, m, k=k: str(tiling_dict(r.result.tiling).get(k, "-")))
              for k in fields]
     return rows

@@ -1,6 +1,7 @@
 """Lesson 4's exercise, broken on purpose: every core computes the first slice.
 
-The check says z differs from the golden: only the first eighth of it is written.
+The check says the cores overwrite each other: all of them write the first eighth of z (the
+sanitizer names the cores and the bytes), and the rest of z is never written.
 """
 
 from npusim.dsl import Kernel, TPosition, TQue, data_copy, get_block_num

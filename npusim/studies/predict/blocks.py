@@ -26,6 +26,27 @@ def time_num(x: float) -> Num:
     return Num(round(x, 3), "us", us(x))
 
 
+def one_unit(block):
+    """A table block with each column of times in one unit: ms where the column's largest
+    time reaches a millisecond, else us (``us`` alone picks per value, so a column mixed
+    '950.0 us' with '1.20 ms'). Other blocks unchanged."""
+    if block[0] != "table":
+        return block
+    name, head, rows = block[1], block[2], [list(r) for r in block[3]]
+    width = max((len(r) for r in rows), default=0)
+    for j in range(width):
+        times = [r[j] for r in rows if j < len(r) and isinstance(r[j], Num) and r[j].unit == "us"]
+        if not times:
+            continue
+        ms = max(t.value for t in times) >= 1000
+        digits = 2 if min(t.value for t in times) >= 10 else 3   # 0.01 ms and up: as ``us``
+        for r in rows:
+            if j < len(r) and isinstance(r[j], Num) and r[j].unit == "us":
+                v = r[j].value
+                r[j] = r[j]._replace(text=f"{v / 1000:.{digits}f} ms" if ms else f"{v:.1f} us")
+    return ("table", name, head, rows)
+
+
 def share(x: float) -> str:
     """A share as text, with the digits a small one needs: 12.3%, 0.42%, <0.01%."""
     if 0 < x < 1e-4:

@@ -4,7 +4,10 @@
   side by side, sorted by time, labelled with the call's note, each bar stacked by kernel type
   (one colour per type, with a legend) and its time written at its end;
 - ``totals.png``: each chip's total, stacked by kernel type, with a legend;
-- ``roofline.png``: a panel per chip, each call a point labelled with its note.
+- ``roofline.png``: a panel per chip on one y scale, each call a point labelled with its note.
+
+Text is at least 8 points at 150 dpi (about 17 pixels): the bar labels were 6 points at 100 dpi,
+8 pixels, too small to read. Each figure writes its times in one unit, the unit of its axis (ms).
 """
 
 import io
@@ -12,10 +15,17 @@ import math
 import textwrap
 
 from npusim.chip import load_chip
-from npusim.studies.predict.blocks import column, us
+from npusim.studies.predict.blocks import column
 
 OTHER = "other kernels"
 MAX_TYPES = 9          # kernel types drawn in their own colour; the rest are OTHER
+DPI = 150
+TEXT = 8               # points: the smallest text a figure draws
+
+
+def ms(x_us: float) -> str:
+    """A time in the figures' one unit, milliseconds (their axes are in ms)."""
+    return f"{x_us / 1000:,.3f} ms"
 
 
 def figures(result: dict) -> dict:
@@ -30,7 +40,7 @@ def figures(result: dict) -> dict:
                        ("roofline.png", roofline)):
         fig = draw(plt, result)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
         plt.close(fig)
         out[name] = buf.getvalue()
     return out
@@ -61,7 +71,7 @@ def layers(plt, result: dict):
     rows = {(r["call"], r["chip"]): r for r in result["rows"] if r["status"] == "ok"}
     order = sorted(common, key=lambda c: -max(rows[c, ch]["total_us"] for ch in chips))
     colours, h = kernel_colours(plt, result), 0.8 / max(len(chips), 1)
-    fig, ax = plt.subplots(figsize=(11, 1.5 + 0.32 * len(order) * max(len(chips), 2)))
+    fig, ax = plt.subplots(figsize=(12, 1.5 + 0.42 * len(order) * max(len(chips), 2)))
     drawn, ticks, labels = set(), [], []
     for i, call in enumerate(order):
         for j, chip in enumerate(chips):
@@ -72,20 +82,20 @@ def layers(plt, result: dict):
                         label=None if k in drawn else k)
                 drawn.add(k)
                 left += t / 1000
-            ax.text(left, y, f" {chip} {us(r['total_us'])}", va="center", fontsize=6)
+            ax.text(left, y, f" {chip} {ms(r['total_us'])}", va="center", fontsize=TEXT)
         ticks.append(i)
         first = rows[call, chips[0]]
         labels.append(f"{call}: {first['label']} (x{first['count']})")
-    ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=7)
+    ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=TEXT)
     ax.set_ylim(max(len(order), 1) - 0.5, -0.5)
     ax.set_xlabel("predicted time x count (ms), stacked by kernel")
     ax.set_title(f"{result['workload'].name}: every call all chips run, by time "
                  f"({', '.join(column(c, result['batch']) for c in chips)}, top to bottom)",
-                 fontsize=9)
-    ax.margins(x=0.18)
+                 fontsize=10)
+    ax.margins(x=0.25)
     if drawn:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
-                  title_fontsize=7)
+        ax.legend(fontsize=TEXT, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
+                  title_fontsize=TEXT)
     else:
         ax.text(0.5, 0.5, "no call runs on every chip", ha="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -102,15 +112,16 @@ def totals(plt, result: dict):
             ax.barh(y, t / 1000, left=left, color=colours[k], label=None if k in drawn else k)
             drawn.add(k)
             left += t / 1000
-        ax.text(left, y, f" {us(result['totals'][chip]['total_us'])}", va="center", fontsize=8)
+        ax.text(left, y, f" {ms(result['totals'][chip]['total_us'])}", va="center",
+                fontsize=TEXT + 1)
     ax.set_yticks(range(len(chips)), [column(c, result["batch"]) for c in chips])
     ax.invert_yaxis()
     ax.margins(x=0.15)
     ax.set_xlabel(f"predicted time (ms) of the {len(result['common_calls'])} calls all chips "
                   "run, stacked by kernel")
     if drawn:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
-                  title_fontsize=7)
+        ax.legend(fontsize=TEXT, loc="upper left", bbox_to_anchor=(1.01, 1), title="kernel",
+                  title_fontsize=TEXT)
     fig.tight_layout()
     return fig
 
@@ -119,22 +130,28 @@ def roofline(plt, result: dict):
     from matplotlib.lines import Line2D
 
     chips, notes = result["chips"], {}
-    fig, axes = plt.subplots(1, len(chips), figsize=(5.5 * len(chips), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(chips), figsize=(5.5 * len(chips), 5), squeeze=False,
+                             sharey=True)
+    points = {chip: [(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6, r)
+                     for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"
+                     and r["call"] in result["common_calls"] and r["bytes"] and r["flops"]]
+              for chip in chips}
+    specs = {chip: load_chip(result["chip_specs"][chip]) for chip in chips}
+    peaks = [specs[c].peak_flops("float16") / 1e12 for c in chips]
+    ys = [y for c in chips for _, y, _ in points[c]] or peaks
     for ax, chip in zip(axes[0], chips, strict=True):
-        points = [(r["flops"] / r["bytes"], r["flops"] / r["time_us"] / 1e6, r)
-                  for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"
-                  and r["call"] in result["common_calls"] and r["bytes"] and r["flops"]]
-        _roof(ax, load_chip(result["chip_specs"][chip]), points)
-        for x, y, r in points:
+        _roof(ax, specs[chip], points[chip])
+        for x, y, r in points[chip]:
             ax.scatter(x, y, color="C1", s=14)
-            ax.annotate(str(r["call"]), (x, y), fontsize=6, xytext=(3, 2),
+            ax.annotate(str(r["call"]), (x, y), fontsize=TEXT, xytext=(3, 2),
                         textcoords="offset points")
             notes[r["call"]] = r["label"]
-        ax.set_title(column(chip, result["batch"]), fontsize=9)
+        ax.set_title(column(chip, result["batch"]), fontsize=10)
+    axes[0][0].set_ylim(min(ys) / 2, max(peaks) * 1.5)     # one y scale for every panel
     handles = [Line2D([], [], ls="none") for _ in notes]
     fig.legend(handles, [textwrap.shorten(f"{k}: {v}", 60) for k, v in sorted(notes.items())],
-               loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6, handlelength=0,
-               title="points: call and its note", title_fontsize=7)
+               loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=TEXT, handlelength=0,
+               title="points: call and its note", title_fontsize=TEXT)
     fig.tight_layout()
     return fig
 
@@ -149,11 +166,10 @@ def _roof(ax, c, points: list) -> None:
     xs = [2.0 ** e for e in range(lo, hi + 1)]
     ax.plot(xs, [min(peak, bw * x) for x in xs], color="C0", lw=1,
             label=f"roofline (fp16 cube, {c.memory_kind})")
-    ys = [y for _, y, _ in points] or [peak]
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_ylim(min(ys) / 2, peak * 1.5)
-    ax.set_xlabel("arithmetic intensity (flop / GM byte)")
-    ax.set_ylabel("achieved TFLOPS")
+    ax.set_xlabel("arithmetic intensity (flop / GM byte)", fontsize=TEXT + 1)
+    ax.set_ylabel("achieved TFLOPS", fontsize=TEXT + 1)
+    ax.tick_params(labelsize=TEXT)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=TEXT, loc="lower right")

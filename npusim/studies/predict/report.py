@@ -18,7 +18,7 @@ import io
 import json
 
 from npusim.studies.predict import details, sections
-from npusim.studies.predict.blocks import Num
+from npusim.studies.predict.blocks import Num, one_unit
 from npusim.studies.predict.figures import figures
 
 CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips side by side, "
@@ -38,7 +38,7 @@ def blocks(result: dict) -> list:
         out += [*details.chip_table(result, chip), *details.kernel_table(result, chip)]
     out += [("figure", "roofline.png", CAPTIONS["roofline.png"]), *details.flags(result),
             *details.method(result)]
-    return out
+    return [one_unit(b) for b in out]
 
 
 def notes(result: dict) -> list:
@@ -49,7 +49,7 @@ def notes(result: dict) -> list:
 def text_lines(result: dict) -> list:
     """What the command prints: the scope, the formats and the headline, as plain lines."""
     lines = []
-    for b in [*sections.scope(result), *sections.headline(result)]:
+    for b in map(one_unit, [*sections.scope(result), *sections.headline(result)]):
         if b[0] == "ul":
             lines += [f"- {x}" for x in b[1]]
         elif b[0] == "table":

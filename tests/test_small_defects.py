@@ -1,0 +1,41 @@
+"""Small defects users met (issue 42, item 8): HardEvent members are an enum that still equals
+the strings the DSL takes; the block_dim error's grammar; lesson 1 prints whole trace lines."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import run_copy
+from npusim.dsl import HardEvent
+from npusim.dsl.core import _pipes_of
+from npusim.errors import TilingError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_hard_events_are_an_enum_equal_to_their_strings():
+    assert isinstance(HardEvent.MTE2_V, HardEvent) and len(list(HardEvent)) > 10
+    assert HardEvent.MTE2_V == "MTE2_V" and f"{HardEvent.V_MTE3}" == "V_MTE3"
+    assert {"MTE2_V": 1}[HardEvent.MTE2_V] == 1
+    assert _pipes_of(HardEvent.MTE3_V) == _pipes_of("MTE3_V") == ("MTE3", "V")
+
+
+def test_block_dim_error_says_an_aiv_kernel():
+    with pytest.raises(TilingError, match="an aiv kernel can use 1 to 48 cores"):
+        run_copy(block_dim=49, tiles=1, tile=256, dtype=np.float16)
+
+
+def test_lesson_one_prints_whole_trace_lines(tmp_path):
+    script = tmp_path / "01_copy.py"          # a copy: its figure goes to tmp_path/figures
+    shutil.copy(ROOT / "docs/lessons/01_copy.py", script)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    lines = out.stdout.splitlines()
+    trace = lines[lines.index(next(x for x in lines if x.strip().startswith("issue"))):]
+    assert len(trace) == 12
+    assert all(line.rstrip().endswith(("issued", "id 0", "until " + line.split()[-1]))
+               or line.strip().startswith("issue") for line in trace), trace
