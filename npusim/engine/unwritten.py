@@ -23,8 +23,13 @@ checked; nor is ``trans_data_to_5hd`` (``UNCHECKED``), which transposes whole 16
 kernel with fewer rows lets the rest be padding whose outputs land in columns it never copies
 out (TransData's ``transpose_back``), as Ascend C's TransDataTo5HD users do; nor ``brcb``,
 which takes its source 8 elements a repeat: a kernel broadcasting one value (CrossEntropyLoss-
-Grad's ``scaleBuf``) reads 7 more it never wrote and uses only the first block it fills. GM is
-not checked here (the operator's inputs are written by the host).
+Grad's ``scaleBuf``) reads 7 more it never wrote and uses only the first block it fills; nor
+``load_data`` (LoadData2D, L1 -> L0A/L0B), which moves whole 16 x 16 fractals: a block of A with
+fewer than 16 rows (M not a multiple of 16), or a k that ends inside a fractal (``matmul`` with
+K not a multiple of 16), reads the fractal's rest, whose products land in rows FixPipe never
+writes out, or meet A's k padding that ND2NZ wrote as zeros (not modelled: a NaN left in B's
+unwritten k rows, which on the chip would make 0 x NaN a NaN). GM is not checked here (the
+operator's inputs are written by the host).
 """
 
 from bisect import bisect_right
@@ -32,7 +37,8 @@ from bisect import bisect_right
 from npusim.engine.race_message import nth, operand_label
 from npusim.errors import UnwrittenReadError
 
-UNCHECKED = frozenset({"trans_data_to_5hd", "brcb"})   # read padding by design (see above)
+# read padding by design (see above)
+UNCHECKED = frozenset({"trans_data_to_5hd", "brcb", "load_data"})
 
 
 class Unwritten:
