@@ -98,12 +98,32 @@ def test_conv_sweep_over_base_blocks_on_both_chips(tmp_path):
 
 def test_spaces_parse_lists_ranges_and_powers_of_two():
     assert parse_space("tile_length=2048,4096") == ("tile_length", [2048, 4096])
-    assert parse_space("block_dim=8:48:8") == ("block_dim", [8, 16, 24, 32, 40, 48])
+    assert parse_space("block_dim=8:48:8") == ("block_dim", range(8, 49, 8))
+    assert list(parse_space("block_dim=8:48:8")[1]) == [8, 16, 24, 32, 40, 48]
     assert parse_space("t=pow2:1024:16384")[1] == [1024, 2048, 4096, 8192, 16384]
     assert parse_space("deterministic=true,false")[1] == [True, False]
     drawn = points({"a": list(range(10)), "b": list(range(10))}, samples=7, seed=3)
     assert len(drawn) == 7 and len({tuple(d.values()) for d in drawn}) == 7
     assert drawn == points({"a": list(range(10)), "b": list(range(10))}, samples=7, seed=3)
+
+
+def test_a_huge_range_is_counted_not_built():
+    """Issue 42 item 11: tile_length=1:100000000 was built whole (11.8 GB) before the size
+    check; a range is now counted, refused without --samples, and sampled without being
+    built (tracemalloc: a built list of 1e8 ints would take gigabytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    field, values = parse_space("tile_length=1:100000000")
+    with pytest.raises(NpusimError, match="100,000,000 points"):
+        points({field: values})
+    drawn = points({field: values}, samples=5, seed=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(drawn) == 5 and all(1 <= d["tile_length"] <= 100_000_000 for d in drawn)
+    assert peak < 10_000_000, peak
+    with pytest.raises(NpusimError, match="at most 100,000 points"):
+        points({field: values}, samples=10**8)
 
 
 BAD = {
@@ -114,6 +134,10 @@ BAD = {
     "bad pow2": (["--tiling", "tile_length=pow2:0"], "pow2:lo:hi"),
     "no tiling": ([], "--tiling"),
     "bad samples": (["--tiling", "block_dim=8:16", "--samples", "0"], "positive integer"),
+    # issue 42 item 14: no point ran is an error naming why, not an empty report
+    "no point ran": (["--tiling", "tile_length=1000,1001"],
+                     "2 not allowed); the first, tile_length=1000: aclnnSiluBackward: "
+                     "tile_length = 1000: must be a positive multiple of 16"),
     "scheduler that does not answer": (["--tiling", "block_dim=8:16", "--scheduler",
                                         "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
 }
@@ -150,6 +174,10 @@ RESUMED_WITH = {
     "shape": (dict(shape=(32, 1024)), "shape"),
     "dtype": (dict(dtype="float32"), "dtype"),
     "mode": (dict(check="all"), "mode"),
+    # issue 42 item 10: the same fields with other values is another sweep
+    "values": (dict(space=["tile_length=4096,512", "buffer_num=1,2", "block_dim=8:24:8"]),
+               "values"),
+    "samples": (dict(samples=5), "samples"),
 }
 
 
@@ -252,3 +280,24 @@ def test_out_of_event_ids_names_the_buffer_count_to_lower(tmp_path):
     assert "lower the tiling field that sets this queue's buffer count" in bad[0]["error"]
     text = (tmp_path / "s" / "sweep.md").read_text()
     assert "The fields that set buffer counts here:" in text and "l0_buffers" in text
+
+
+def test_the_table_says_busiest_pipe_alike_for_every_row(silu_rows):
+    """Issue 42 item 14: rank 1 showed its critical-path share, the others their busy %,
+    in one column; now every row shows its busiest pipe's busy share, labelled so."""
+    rows, out = silu_rows
+    text = (out / "sweep.md").read_text()
+    assert "| busiest pipe (% of the time busy) |" in text
+    table = [line for line in text.splitlines() if line.startswith("| 1 |")]
+    assert table and "critical path" not in table[0]
+    ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["cycles"])
+    pipe = max(ok[0]["busy"], key=ok[0]["busy"].get)
+    assert f"| {pipe} {ok[0]['busy'][pipe]:.0%} |" in table[0]
+
+
+def test_a_tiling_value_the_field_does_not_take_is_not_called_does_not_fit():
+    from npusim.studies.executor import run_point
+
+    rec = run_point({"op": "silu_backward", "chip": "atlas-a2", "shape": [64, 1024],
+                     "dtype": "float16", "params": {}, "tiling": {"tile_length": 1000}})
+    assert rec["status"] == "not allowed" and "multiple of 16" in rec["error"]
