@@ -5,10 +5,10 @@ points that ran (counted once when it is one of them), how much faster the best 
 default, and what limits each: the largest share of the critical path for the default and the
 best point, for the others its share of the roofline and the busiest pipe (``what_limits``, as
 ``npusim predict`` says it). The table's "busiest pipe" column is the pipe busy the largest
-share of the time for every row (``busiest_pipe``). ``sweep.png`` plots time against each swept field (a field of
-few values, or of booleans, on a categorical axis), the default and the best marked, titled
-with the operator and chip; ``pareto.png`` time against the peak on-chip bytes one core has
-live at once (the sum over its buffers), the Pareto front marked.
+share of the time for every row (``busiest_pipe``). ``sweep.png`` plots time against each
+swept field (a field of few values, or of booleans, on a categorical axis), the default and
+the best marked, titled with the operator and chip; ``pareto.png`` time against the peak
+on-chip bytes one core has live at once (the sum over its buffers), the Pareto front marked.
 """
 
 import json

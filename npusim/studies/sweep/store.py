@@ -30,9 +30,8 @@ def identity(case, base: dict, check: str, spaces: dict, samples: int | None = N
              seed: int = 0) -> dict:
     """What defines a sweep: two sweeps with equal identities give the same rows (the swept
     fields and their values, and the draw of ``--samples`` with its seed)."""
-    from npusim.studies.sweep.space import described
-
     from npusim.chip import load_chip
+    from npusim.studies.sweep.space import described
 
     chip = load_chip(base["chip"])
     with open(chip.path, "rb") as f:

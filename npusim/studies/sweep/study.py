@@ -8,8 +8,8 @@ sweep keeps its work and ``resume=True`` skips the points already there, once th
 record of what it swept matches this sweep (``npusim/studies/sweep/store.py``); ``sweep.json``,
 ``sweep.md``, ``sweep.png`` and ``pareto.png`` are written (each whole, by rename) at the end.
 ``check="best"`` reruns the fastest point with numerics on and compares it bit for bit with
-the golden; ``"all"`` checks every point; ``"none"`` none. A sweep where no point ran is an NpusimError
-(the first point's reason), with no report written.
+the golden; ``"all"`` checks every point; ``"none"`` none. A sweep where no point ran is an
+NpusimError (the first point's reason), with no report written.
 """
 
 from npusim.errors import NpusimError
