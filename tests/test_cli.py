@@ -124,6 +124,12 @@ BAD = {
     "shape that does not parse": (["run", "silu_backward", "--shape", "4by4"],
                                   "does not parse"),
     "negative shape": (["run", "silu_backward", "--shape", "4x-1"], "positive integer"),
+    # issue 42 item 15: argparse took a leading '-' for an option ("expected one argument")
+    "negative first dimension": (["run", "silu_backward", "--shape", "-4x1024"],
+                                 "shape '-4x1024': dimension 0 is -4 (negative)"),
+    "negative first dimension in a sweep": (["sweep", "silu_backward", "--shape", "-4x1024",
+                                             "--tiling", "buffer_num=1", "--out", "o"],
+                                            "dimension 0 is -4 (negative)"),
     "unknown tiling key": (["run", "silu_backward", *SMALL, "--tiling", "tile_size=64"],
                            "unknown tiling field 'tile_size'"),
     "tiling that cannot work": (["run", "silu_backward", *SMALL, "--tiling", "buffer_num=3"],

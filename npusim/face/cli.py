@@ -78,9 +78,28 @@ def _error(exc: Exception) -> int:
                  "(set NPUSIM_DEBUG=1 for the traceback)", 3)
 
 
+VALUE_OPTIONS = ("--shape", "--batch", "--seed", "--jobs", "--samples")
+
+
+def joined(argv: list) -> list:
+    """``--shape -4x1024`` as ``--shape=-4x1024``: argparse takes a value that starts with
+    '-' (and is not a plain negative number) for an option and says "expected one argument";
+    joined, the value reaches the check that says what is wrong with it."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1][1:2].isdigit() \
+                and argv[i + 1].startswith("-"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def _run(argv) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(joined(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
