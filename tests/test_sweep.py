@@ -234,6 +234,19 @@ def test_resume_drops_a_half_written_last_row(silu_rows, tmp_path):
         assert len(list(csv.DictReader(f))) == 24
 
 
+@pytest.mark.parametrize("garbage", ["garbage,,,", "1024,1,8,banana,5", "1024,1,8,ok,x,1.0"])
+def test_resume_over_a_garbage_row_is_one_line_naming_it(garbage, silu_rows, tmp_path):
+    """Issue 42 item 12: a garbage row in sweep.csv then --resume was an internal error
+    (ValueError)."""
+    _, out = silu_rows
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    with open(copy / "sweep.csv", "a") as f:
+        f.write(garbage + "\n")
+    with pytest.raises(NpusimError, match=r"sweep.csv, line 26: not a row this sweep wrote"):
+        sweep("silu_backward", **SILU, jobs=1, out=copy, resume=True, check="none")
+
+
 def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_failure(
         silu_rows):
     from npusim.cases import CASES

@@ -21,6 +21,7 @@ from npusim.errors import NpusimError
 from npusim.studies.executor import BUFFERS, PIPES
 
 IDENTITY = "sweep.id.json"
+STATUSES = ("ok", "does not fit", "not allowed", "error", "mismatch")
 METRICS = ["status", "cycles", "time_us", "roofline_ratio", "bound", "bound_us",
            *(f"busy_{p}" for p in PIPES),
            *(f"peak_{b}" for b in BUFFERS), "wall_s", "numerics", "check", "error"]
@@ -122,7 +123,12 @@ class SweepStore:
                                   f"({', '.join((reader.fieldnames or [])[:4])}...); "
                                   "choose another --out")
             for row in reader:
-                record = record_from_row(row, self.fields)
+                try:
+                    record = record_from_row(row, self.fields)
+                except (ValueError, KeyError, TypeError):
+                    raise NpusimError(f"{out}/sweep.csv, line {reader.line_num}: not a row "
+                                      f"this sweep wrote ({_first_cells(row)}); remove the "
+                                      "line to resume, or choose another --out") from None
                 self.kept[key_of(record["tiling"], self.fields)] = record
 
     def finished(self, tiling: dict):
@@ -156,6 +162,11 @@ class SweepStore:
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, self.path(name))
+
+
+def _first_cells(row: dict) -> str:
+    cells = [str(v) for v in row.values() if v not in (None, "")][:3]
+    return ", ".join(repr(c[:20]) for c in cells) or "empty"
 
 
 def _line(cells: list) -> str:
@@ -196,6 +207,11 @@ def record_from_row(row: dict, fields: list) -> dict:
     """A record read back from sweep.csv (for --resume)."""
     text = ("status", "check", "error", "bound")
     get = {k: _num(v) if k not in text else v for k, v in row.items()}
+    if get["status"] not in STATUSES:
+        raise ValueError(f"status {get['status']!r}")
+    if get["status"] == "ok" and not (isinstance(get["cycles"], int) and get["cycles"] > 0
+                                      and isinstance(get["time_us"], int | float)):
+        raise ValueError("an ok row without its cycles and time")
     return {"tiling": {f: get[f] for f in fields}, "status": get["status"],
             "error": get["error"], "cycles": get["cycles"], "time_us": get["time_us"],
             "roofline_ratio": get["roofline_ratio"], "bound": get["bound"] or None,
