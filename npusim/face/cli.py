@@ -29,6 +29,7 @@ EXAMPLES = """examples:
   npusim correlate op_summary_0_1.csv --chip atlas-a2 --out correlation
   npusim demo --out npusim-demo
   npusim lesson check 3 my_kernel.py
+  npusim lesson check 3 submissions/
 """
 
 
@@ -206,9 +207,13 @@ def _lesson_parser(sub) -> None:
     actions = p.add_subparsers(title="actions", dest="action", required=True,
                                parser_class=Parser)
     actions.add_parser("list", help="the lessons with an exercise, and what each asks")
-    q = actions.add_parser("check", help="run FILE.py's kernel for lesson N and grade it")
+    q = actions.add_parser("check", help="run FILE.py's kernel for lesson N and grade it "
+                           "(or every .py file of a folder: a table ranked by cycles)")
     q.add_argument("number", type=int, metavar="N", help="the lesson's number")
-    q.add_argument("file", metavar="FILE.py", help="your Python file")
+    q.add_argument("file", metavar="FILE.py|DIR", help="your Python file, or a folder of "
+                   "them (a class's submissions)")
+    q.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                   help="stop a check that runs longer (default 120; 0: no limit)")
     p.set_defaults(func=_lesson_command)
 
 
@@ -314,6 +319,16 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: a positive integer")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds >= 0 (0: no limit)")
     return value
 
 
