@@ -218,8 +218,15 @@ def _lesson_parser(sub) -> None:
 
 
 def _lesson_command(args) -> int:
+    from pathlib import Path
+
     from npusim.face.lesson import lesson_command
 
+    if args.action == "check" and Path(args.file).is_dir():   # a class's submissions
+        from npusim.face.lesson_class import class_command
+
+        return class_command(args.number, Path(args.file),
+                             None if args.timeout == 0 else args.timeout)
     return lesson_command(args)
 
 

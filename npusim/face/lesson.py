@@ -280,17 +280,13 @@ def compare(name: str, got: np.ndarray, want: np.ndarray) -> str:
 
 
 def lesson_command(args) -> int:
-    """``npusim lesson list`` / ``npusim lesson check N FILE`` / ``... N DIR``."""
+    """``npusim lesson list`` / ``npusim lesson check N FILE`` (a folder: see
+    ``npusim.face.lesson_class``)."""
     if args.action == "list":
         for n, title, task in lessons():
             print(f"{n:>2}  {title}: {task}")
         return 0
-    timeout = None if args.timeout == 0 else args.timeout
-    if Path(args.file).is_dir():
-        from npusim.face.lesson_class import class_command
-
-        return class_command(args.number, Path(args.file), timeout)
-    report = check(args.number, args.file, timeout)
+    report = check(args.number, args.file, None if args.timeout == 0 else args.timeout)
     print(report.text())
     sys.stdout.flush()
     return 0 if report.passed else 1
