@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -124,6 +125,12 @@ BAD = {
     "shape that does not parse": (["run", "silu_backward", "--shape", "4by4"],
                                   "does not parse"),
     "negative shape": (["run", "silu_backward", "--shape", "4x-1"], "positive integer"),
+    # issue 42 item 15: argparse took a leading '-' for an option ("expected one argument")
+    "negative first dimension": (["run", "silu_backward", "--shape", "-4x1024"],
+                                 "shape '-4x1024': dimension 0 is -4 (negative)"),
+    "negative first dimension in a sweep": (["sweep", "silu_backward", "--shape", "-4x1024",
+                                             "--tiling", "buffer_num=1", "--out", "o"],
+                                            "dimension 0 is -4 (negative)"),
     "unknown tiling key": (["run", "silu_backward", *SMALL, "--tiling", "tile_size=64"],
                            "unknown tiling field 'tile_size'"),
     "tiling that cannot work": (["run", "silu_backward", *SMALL, "--tiling", "buffer_num=3"],
@@ -197,3 +204,26 @@ def test_run_check_off_skips_the_golden_and_says_so(monkeypatch, capsys):
     assert "not checked (--check off)" in out and "bit-identical" not in out
     assert main(["run", "silu_backward", "--shape", "64x1024"]) == 3     # --check on: it ran
     assert "the golden ran" in capsys.readouterr().err
+
+
+def test_the_equivalence_script_records_a_command_and_finds_a_change(tmp_path):
+    """Issue 42 item 23: tests/equivalence.py records a command's exit code, stdout and
+    files; two recordings of the same checkout agree, and a changed one is found."""
+    script = Path(__file__).with_name("equivalence.py")
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (first, second):
+        out = subprocess.run([sys.executable, str(script), "record", str(path), "--only",
+                              "chips", "--only", "bad-shape"], capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+    data = json.loads(first.read_text())
+    assert data["chips"]["exit"] == 0 and "atlas-a2" in data["chips"]["stdout"]
+    assert data["bad-shape"]["exit"] == 2 and "does not parse" in data["bad-shape"]["stderr"]
+    same = subprocess.run([sys.executable, str(script), "compare", str(first), str(second)],
+                          capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0 and same.stdout.strip() == "no difference"
+    data["chips"]["stdout"] = data["chips"]["stdout"].replace("atlas-a2", "atlas-b3", 1)
+    second.write_text(json.dumps(data))
+    moved = subprocess.run([sys.executable, str(script), "compare", str(first), str(second)],
+                           capture_output=True, text=True, timeout=60)
+    assert moved.returncode == 1 and moved.stdout.startswith("chips: stdout differs: line")

@@ -146,3 +146,72 @@ def test_help_of_launch_names_every_real_argument():
     doc = inspect.getdoc(module.launch)
     for name in inspect.signature(module._launch).parameters:
         assert f"{name}" in doc.split("Returns")[0], name
+
+
+def _variant(tmp_path, name: str, old: str, new: str) -> Path:
+    source = (LESSONS / "solutions" / "03_double_buffering.py").read_text()
+    assert old in source
+    path = tmp_path / name
+    path.write_text(source.replace(old, new))
+    return path
+
+
+FREE_X = "            self.in_x.free_tensor(x)\n"
+PROCESS = "    def process(self):\n"
+
+
+def test_a_missing_free_tensor_is_named_by_its_cause(tmp_path):
+    """Issue 42 item 4: a queue whose buffers were never freed was headlined "does not fit"
+    (the check went by the exception type, TilingError)."""
+    report = check(3, _variant(tmp_path, "nofree.py", FREE_X, ""))
+    text = report.text()
+    assert not report.passed and report.findings == ["buffer never freed"]
+    assert text.splitlines()[1].startswith("  a buffer never freed:"), text
+    assert "does not fit" not in text
+
+
+def test_an_endless_loop_ends_within_the_timeout_with_a_clear_line(tmp_path):
+    loop = _variant(tmp_path, "loop.py", PROCESS, PROCESS + "        while True:\n"
+                    "            try:\n                pass\n            except Exception:\n"
+                    "                pass\n")
+    start = time.perf_counter()
+    line = one_line_error(run_cli("check", "3", str(loop), "--timeout", "3"))
+    assert time.perf_counter() - start < 60
+    assert "did not finish within 3 s" in line and "--timeout" in line, line
+    assert "a number of seconds" in one_line_error(run_cli("check", "3", str(loop),
+                                                           "--timeout", "soon"))
+    with pytest.raises(LessonError, match="within 0.5 s"):
+        check(3, loop, timeout=0.5)
+
+
+def test_a_helper_module_beside_the_file_imports(tmp_path):
+    (tmp_path / "helperlib.py").write_text("BUFFERS = 2\n")
+    path = _variant(tmp_path, "mine.py", "    buffer_num = 2 ",
+                    "    from helperlib import BUFFERS\n    buffer_num = BUFFERS ")
+    assert check(3, path).passed
+    import sys
+    assert "helperlib" not in sys.modules and str(tmp_path) not in sys.path
+
+
+def test_a_folder_is_graded_as_a_class_ranked_by_cycles(tmp_path):
+    """Issue 42 item 25: npusim lesson check N DIR/ grades every .py file in the folder."""
+    shutil.copy(LESSONS / "solutions" / "03_double_buffering.py", tmp_path / "ada.py")
+    shutil.copy(LESSONS / "broken" / "03_double_buffering.py", tmp_path / "bob.py")
+    _variant(tmp_path, "cy.py", FREE_X, "")
+    (tmp_path / "dee.py").write_text("def (:\n")
+    out = run_cli("check", "3", str(tmp_path))
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    rows = [line.split() for line in lines[3:-1]]
+    assert [r[1] for r in rows] == ["ada.py", "bob.py", "cy.py", "dee.py"], out.stdout
+    ada, bob, cy, dee = rows
+    assert ada[2:4] == ["yes", f"{check(3, tmp_path / 'ada.py').cycles:,}"] and ada[4:6] == [
+        "met", "PASSED"]
+    assert bob[4:7] == ["missed", "NOT", "YET"] and int(bob[3].replace(",", "")) > int(
+        ada[3].replace(",", ""))
+    assert cy[2] == "no" and "buffer never freed" in " ".join(cy)
+    assert "does not load" in " ".join(dee) and "SyntaxError" in " ".join(dee)
+    assert lines[-1] == "1 of 4 passed"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no .py file" in one_line_error(run_cli("check", "3", str(empty)))

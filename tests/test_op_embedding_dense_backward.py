@@ -285,10 +285,18 @@ def test_bad_arguments(case):
 def test_training_scale_limit_follows_the_seed():
     """D < (180192 - countsSize * 4) / 36 with int32 indices: 5000 fits, 5100 does not."""
     grad, idx = np.ones((4, 5000), np.float32), np.arange(4, dtype=np.int32)
-    ops.embedding_dense_backward(grad, idx, num_weights=4, scale_grad_by_freq=True,
-                                 chip="atlas-training", mode="functional")
-    ops.embedding_dense_backward(np.ones((4, 5100), np.float32), idx, num_weights=4,
-                                 chip="atlas-training", mode="functional")   # no scale: fine
+    want = torch.ones(4, 5000)       # each row once: its gradient row, scaled by 1 / 1
+    r = ops.embedding_dense_backward(grad, idx, num_weights=4, scale_grad_by_freq=True,
+                                     chip="atlas-training", mode="functional")
+    assert np.array_equal(r.outputs["out"], want.numpy())
+    with pytest.raises(ParamError, match=r"embedding dim 5100 with scaleGradByFreq") as err:
+        ops.embedding_dense_backward(np.ones((4, 5100), np.float32), idx, num_weights=4,
+                                     scale_grad_by_freq=True, chip="atlas-training",
+                                     mode="functional")
+    assert err.value.code == 161002 and "5004.9" in str(err.value)
+    r = ops.embedding_dense_backward(np.ones((4, 5100), np.float32), idx, num_weights=4,
+                                     chip="atlas-training", mode="functional")   # no scale
+    assert r.outputs["out"].shape == (4, 5100) and np.all(r.outputs["out"] == 1.0)
 
 
 BAD_TILING = {

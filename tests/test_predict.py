@@ -509,3 +509,39 @@ def test_figures_are_readable_on_one_scale_and_tables_keep_one_unit_a_column(sma
             units = {re.sub(r"[\d.,\s]", "", r[j].text) for r in b[3]
                      if j < len(r) and isinstance(r[j], Num) and r[j].unit == "us"}
             assert len(units) <= 1, (b[1], b[2][j], units)
+
+
+def _errors(text: str) -> list:
+    return [line for line in text.strip().splitlines() if not line.startswith("predict [")]
+
+
+def test_a_workload_of_which_no_call_runs_is_one_error_line(tmp_path, capsys):
+    """Issue 42 item 9: every call failing (a tiling the operator does not take), or no
+    chosen chip running any call, was exit 0 with a 0.0 us headline."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\ndescription = "x"\n[[call]]\nop = "silu_backward"\n'
+                   'shape = "64x1024"\ndtype = "float16"\ncount = 1\n'
+                   'tiling = { tile_length = "lots", nosuch = 3 }\n')
+    out = tmp_path / "out"
+    assert main(["predict", str(bad), "--jobs", "1", "--out", str(out)]) == 2
+    err = _errors(capsys.readouterr().err)
+    assert len(err) == 1 and "no call ran on atlas-training, atlas-a2" in err[0], err
+    assert "tile_length = 'lots'" in err[0] and not out.exists()
+    vector = tmp_path / "vector.toml"      # SiLU and the loss: atlas-inference runs neither
+    vector.write_text(SMALL.split("[[call]]")[0] + "[[call]]" + SMALL.split("[[call]]")[2]
+                      + "[[call]]" + SMALL.split("[[call]]")[3].split("[[unmodelled]]")[0])
+    assert main(["predict", str(vector), "--chips", "atlas-inference", "--jobs", "1",
+                 "--out", str(out)]) == 2
+    err = _errors(capsys.readouterr().err)
+    assert len(err) == 1 and "no call ran on atlas-inference" in err[0], err
+    assert not out.exists()
+    with pytest.raises(NpusimError, match="nothing to predict"):
+        predict(bad, jobs=1)
+
+
+def test_a_call_no_chip_runs_is_worded_plainly():
+    from npusim.studies.predict.sections import _excluded_line
+
+    line = _excluded_line({"call": 2, "label": "the gate's SiLU", "ran_us": {},
+                           "not_run": {"atlas-inference": "not supported: x"}})
+    assert line == "call 2 (the gate's SiLU), run on no chip"

@@ -98,12 +98,32 @@ def test_conv_sweep_over_base_blocks_on_both_chips(tmp_path):
 
 def test_spaces_parse_lists_ranges_and_powers_of_two():
     assert parse_space("tile_length=2048,4096") == ("tile_length", [2048, 4096])
-    assert parse_space("block_dim=8:48:8") == ("block_dim", [8, 16, 24, 32, 40, 48])
+    assert parse_space("block_dim=8:48:8") == ("block_dim", range(8, 49, 8))
+    assert list(parse_space("block_dim=8:48:8")[1]) == [8, 16, 24, 32, 40, 48]
     assert parse_space("t=pow2:1024:16384")[1] == [1024, 2048, 4096, 8192, 16384]
     assert parse_space("deterministic=true,false")[1] == [True, False]
     drawn = points({"a": list(range(10)), "b": list(range(10))}, samples=7, seed=3)
     assert len(drawn) == 7 and len({tuple(d.values()) for d in drawn}) == 7
     assert drawn == points({"a": list(range(10)), "b": list(range(10))}, samples=7, seed=3)
+
+
+def test_a_huge_range_is_counted_not_built():
+    """Issue 42 item 11: tile_length=1:100000000 was built whole (11.8 GB) before the size
+    check; a range is now counted, refused without --samples, and sampled without being
+    built (tracemalloc: a built list of 1e8 ints would take gigabytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    field, values = parse_space("tile_length=1:100000000")
+    with pytest.raises(NpusimError, match="100,000,000 points"):
+        points({field: values})
+    drawn = points({field: values}, samples=5, seed=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(drawn) == 5 and all(1 <= d["tile_length"] <= 100_000_000 for d in drawn)
+    assert peak < 10_000_000, peak
+    with pytest.raises(NpusimError, match="at most 100,000 points"):
+        points({field: values}, samples=10**8)
 
 
 BAD = {
@@ -114,6 +134,10 @@ BAD = {
     "bad pow2": (["--tiling", "tile_length=pow2:0"], "pow2:lo:hi"),
     "no tiling": ([], "--tiling"),
     "bad samples": (["--tiling", "block_dim=8:16", "--samples", "0"], "positive integer"),
+    # issue 42 item 14: no point ran is an error naming why, not an empty report
+    "no point ran": (["--tiling", "tile_length=1000,1001"],
+                     "2 not allowed); the first, tile_length=1000: aclnnSiluBackward: "
+                     "tile_length = 1000: must be a positive multiple of 16"),
     "scheduler that does not answer": (["--tiling", "block_dim=8:16", "--scheduler",
                                         "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
 }
@@ -128,7 +152,8 @@ def test_bad_sweep_input_is_one_line_and_no_files(case, tmp_path, capsys):
                        "--out", str(out)])
     except SystemExit as exc:
         status = exc.code
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines()
+           if not line.startswith("sweep [")]     # the points' progress bar
     assert status not in (0, None, 3)
     assert len(err) == 1 and "Traceback" not in err[0] and message in err[0], err
     assert not out.exists()
@@ -150,6 +175,10 @@ RESUMED_WITH = {
     "shape": (dict(shape=(32, 1024)), "shape"),
     "dtype": (dict(dtype="float32"), "dtype"),
     "mode": (dict(check="all"), "mode"),
+    # issue 42 item 10: the same fields with other values is another sweep
+    "values": (dict(space=["tile_length=4096,512", "buffer_num=1,2", "block_dim=8:24:8"]),
+               "values"),
+    "samples": (dict(samples=5), "samples"),
 }
 
 
@@ -205,6 +234,19 @@ def test_resume_drops_a_half_written_last_row(silu_rows, tmp_path):
         assert len(list(csv.DictReader(f))) == 24
 
 
+@pytest.mark.parametrize("garbage", ["garbage,,,", "1024,1,8,banana,5", "1024,1,8,ok,x,1.0"])
+def test_resume_over_a_garbage_row_is_one_line_naming_it(garbage, silu_rows, tmp_path):
+    """Issue 42 item 12: a garbage row in sweep.csv then --resume was an internal error
+    (ValueError)."""
+    _, out = silu_rows
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    with open(copy / "sweep.csv", "a") as f:
+        f.write(garbage + "\n")
+    with pytest.raises(NpusimError, match=r"sweep.csv, line 26: not a row this sweep wrote"):
+        sweep("silu_backward", **SILU, jobs=1, out=copy, resume=True, check="none")
+
+
 def test_the_report_says_what_limits_ranks_among_the_points_and_counts_every_failure(
         silu_rows):
     from npusim.cases import CASES
@@ -242,13 +284,57 @@ def test_sweep_png_marks_default_and_best_on_a_categorical_axis_for_few_values()
         "aclnnSiluBackward on atlas-a2, float16 64x1024"
 
 
-def test_out_of_event_ids_names_the_buffer_count_to_lower(tmp_path):
+def test_small_conv_base_blocks_derive_within_the_event_ids(tmp_path):
+    """Issue 42 item 16: at base_m = base_n = 32 the derived dx_step_m was 32 C blocks in L0C,
+    more than the 6 event ids per pipe pair (half the README's Dask sweep example failed);
+    the derivation now stays within them, and a dx_step_m set above them is one clear
+    TilingError naming the field."""
+    from npusim.chip import load_chip
+
+    ids = load_chip("atlas-a2").event_ids
     rows = sweep("convolution_backward", chip="atlas-a2", shape=(1, 64, 56, 56),
-                 space={"base_m": [32], "base_n": [32]}, jobs=1, check="none",
+                 space={"base_m": [32, 64], "base_n": [32]}, jobs=1, check="none",
                  out=tmp_path / "s")
-    bad = [r for r in rows if "out of event ids" in r["error"]]
-    if not bad:
-        pytest.skip("this shape no longer runs out of event ids")
-    assert "lower the tiling field that sets this queue's buffer count" in bad[0]["error"]
-    text = (tmp_path / "s" / "sweep.md").read_text()
-    assert "The fields that set buffer counts here:" in text and "l0_buffers" in text
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    assert all(1 <= r["effective_tiling"]["dx_step_m"] <= ids for r in rows)
+    rows = sweep("convolution_backward", chip="atlas-a2", shape=(1, 64, 56, 56),
+                 space={"dx_step_m": [ids + 1, 1], "base_m": [32], "base_n": [32]}, jobs=1,
+                 check="none")
+    bad = rows[0]
+    assert bad["status"] == "does not fit", bad
+    assert f"dx_step_m = {ids + 1}" in bad["error"] and f"{ids} event ids" in bad["error"]
+    assert rows[1]["status"] == "ok"
+
+
+def test_out_of_event_ids_in_the_report_names_the_fields_that_set_buffer_counts(silu_rows):
+    from npusim.cases import CASES
+    from npusim.studies.sweep.report import markdown
+
+    rows, _ = silu_rows
+    failed = dict(rows[0], status="does not fit", error="queue 'q': out of event ids for M->FIX")
+    default = dict(rows[0], effective_tiling={"tile_length": 1024, "buffer_num": 2})
+    base = {"chip": "atlas-a2", "shape": [64, 1024], "dtype": "float16", "params": {}}
+    md = markdown(CASES["silu_backward"], base, [*rows, failed], default, None,
+                  list(rows[0]["tiling"]))
+    assert "The fields that set buffer counts here: buffer_num" in md
+
+
+def test_the_table_says_busiest_pipe_alike_for_every_row(silu_rows):
+    """Issue 42 item 14: rank 1 showed its critical-path share, the others their busy %,
+    in one column; now every row shows its busiest pipe's busy share, labelled so."""
+    rows, out = silu_rows
+    text = (out / "sweep.md").read_text()
+    assert "| busiest pipe (% of the time busy) |" in text
+    table = [line for line in text.splitlines() if line.startswith("| 1 |")]
+    assert table and "critical path" not in table[0]
+    ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["cycles"])
+    pipe = max(ok[0]["busy"], key=ok[0]["busy"].get)
+    assert f"| {pipe} {ok[0]['busy'][pipe]:.0%} |" in table[0]
+
+
+def test_a_tiling_value_the_field_does_not_take_is_not_called_does_not_fit():
+    from npusim.studies.executor import run_point
+
+    rec = run_point({"op": "silu_backward", "chip": "atlas-a2", "shape": [64, 1024],
+                     "dtype": "float16", "params": {}, "tiling": {"tile_length": 1000}})
+    assert rec["status"] == "not allowed" and "multiple of 16" in rec["error"]

@@ -93,7 +93,12 @@ def parse_shape(text: str) -> tuple:
     except ValueError:
         raise NpusimError(f"shape {text!r} does not parse: write the dimensions separated by "
                           "'x', e.g. 4x1024x1024") from None
-    if any(d < 1 for d in dims) or len(dims) > 8:
+    bad = next((i for i, d in enumerate(dims) if d < 1), None)
+    if bad is not None:
+        kind = "negative" if dims[bad] < 0 else "zero"
+        raise NpusimError(f"shape {text!r}: dimension {bad} is {dims[bad]} ({kind}); each "
+                          "dimension is a positive integer")
+    if len(dims) > 8:
         raise NpusimError(f"shape {text!r}: 1 to 8 dimensions, each a positive integer")
     if int(np.prod(dims, dtype=np.float64)) > MAX_ELEMENTS:
         raise NpusimError(f"shape {text!r} has more than {MAX_ELEMENTS:,} elements; "

@@ -29,6 +29,7 @@ EXAMPLES = """examples:
   npusim correlate op_summary_0_1.csv --chip atlas-a2 --out correlation
   npusim demo --out npusim-demo
   npusim lesson check 3 my_kernel.py
+  npusim lesson check 3 submissions/
 """
 
 
@@ -78,9 +79,28 @@ def _error(exc: Exception) -> int:
                  "(set NPUSIM_DEBUG=1 for the traceback)", 3)
 
 
+VALUE_OPTIONS = ("--shape", "--batch", "--seed", "--jobs", "--samples")
+
+
+def joined(argv: list) -> list:
+    """``--shape -4x1024`` as ``--shape=-4x1024``: argparse takes a value that starts with
+    '-' (and is not a plain negative number) for an option and says "expected one argument";
+    joined, the value reaches the check that says what is wrong with it."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1][1:2].isdigit() \
+                and argv[i + 1].startswith("-"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def _run(argv) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(joined(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
@@ -188,15 +208,26 @@ def _lesson_parser(sub) -> None:
     actions = p.add_subparsers(title="actions", dest="action", required=True,
                                parser_class=Parser)
     actions.add_parser("list", help="the lessons with an exercise, and what each asks")
-    q = actions.add_parser("check", help="run FILE.py's kernel for lesson N and grade it")
+    q = actions.add_parser("check", help="run FILE.py's kernel for lesson N and grade it "
+                           "(or every .py file of a folder: a table ranked by cycles)")
     q.add_argument("number", type=int, metavar="N", help="the lesson's number")
-    q.add_argument("file", metavar="FILE.py", help="your Python file")
+    q.add_argument("file", metavar="FILE.py|DIR", help="your Python file, or a folder of "
+                   "them (a class's submissions)")
+    q.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                   help="stop a check that runs longer (default 120; 0: no limit)")
     p.set_defaults(func=_lesson_command)
 
 
 def _lesson_command(args) -> int:
+    from pathlib import Path
+
     from npusim.face.lesson import lesson_command
 
+    if args.action == "check" and Path(args.file).is_dir():   # a class's submissions
+        from npusim.face.lesson_class import class_command
+
+        return class_command(args.number, Path(args.file),
+                             None if args.timeout == 0 else args.timeout)
     return lesson_command(args)
 
 
@@ -296,6 +327,16 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: a positive integer")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds >= 0 (0: no limit)")
     return value
 
 

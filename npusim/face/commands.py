@@ -97,7 +97,7 @@ def correlate_command(args) -> int:
 
     chip = load_chip(args.chip)
     rows = read_csv(args.csv)
-    _study(args, len(plan(rows, chip.name)[1]), "correlate",
+    _study(args, len(plan(rows, chip.name, args.csv)[1]), "correlate",
            lambda **kw: correlate(args.csv, chip.name, rows=rows, **kw),
            correlate_text, write_correlation)
     return 0

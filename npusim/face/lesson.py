@@ -7,14 +7,25 @@ lesson's golden (numpy, rounding as the lesson says), how many cycles it took ag
 target the lesson set, and what the sanitizer found (a race, a deadlock, a buffer overflow).
 
 Bad input (no such file, no such lesson, no such kernel in the file, a kernel that raises a
-Python error) is a ``LessonError``: one message, no traceback. A finding of the simulator
-(``HazardError``, ``DeadlockError``, ``TilingError``, ...) is not bad input: it is what the
-check is for, and the report explains it.
+Python error, a check that does not end within its timeout) is a ``LessonError``: one message,
+no traceback. A finding of the simulator (``HazardError``, ``DeadlockError``, ``TilingError``,
+...) is not bad input: it is what the check is for, and the report explains it, by its cause
+(a queue whose buffers were never freed is not a buffer that does not fit).
+
+The learner's folder is on ``sys.path`` while the check runs, so a helper module beside the
+file imports; the modules it loaded from there are forgotten afterwards (each student of a
+class may have a ``helper.py`` of their own). The check stops after ``timeout`` seconds of
+wall time (SIGALRM, in the main thread: a pure-Python endless loop ends; a loop inside one
+C call ends when that call returns).
 """
 
 import importlib.util
+import os
+import signal
 import sys
+import threading
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +42,16 @@ from npusim.errors import (
 )
 from npusim.face.lesson_specs import EXERCISES, Trial
 
+TIMEOUT_S = 120.0
+
 
 class LessonError(NpusimError):
     """A lesson check could not start: bad lesson number, file or kernel."""
+
+
+class _TimedOut(BaseException):
+    """Raised by the alarm: a BaseException, so that a learner's ``except Exception`` does
+    not swallow it."""
 
 
 @dataclass
@@ -44,6 +62,11 @@ class Report:
     title: str
     passed: bool = True
     lines: list = field(default_factory=list)
+    exact: bool = True        # every output bit-exact (False also when no run finished)
+    cycles: int = 0           # summed over the lesson's runs
+    met: bool = True          # every run within its target
+    runs: int = 0
+    findings: list = field(default_factory=list)   # the simulator's finding, in one word
 
     def fail(self, line: str) -> None:
         self.passed = False
@@ -55,8 +78,18 @@ class Report:
                           *(f"  {line}" for line in self.lines), f"  {verdict}"])
 
 
-# What each simulator finding means, for someone who has just met it.
+# What each simulator finding means, for someone who has just met it: (kind, words in its
+# message or "" for any, the finding's name, what it means).
 FINDINGS = [
+    (TilingError, "buffers are in use", "buffer never freed", "a buffer never freed: "
+     "alloc_tensor took every buffer of a queue and no free_tensor gave one back, so the next "
+     "alloc_tensor has none. Each tensor taken with alloc_tensor (or deque) needs its "
+     "free_tensor after its last use."),
+    (TilingError, "out of event ids", "out of event ids", "out of event ids: a queue holds "
+     "more buffers than its pipe pair has event ids (each buffer takes one each way); give "
+     "the queue fewer buffers."),
+]
+FINDINGS += [(kind, "", words.split(":")[0], words) for kind, words in [
     (UnwrittenReadError, "read of bytes never written: an instruction read on-chip bytes "
      "that nothing wrote before it (on the chip they hold leftovers); a copy or a vector op "
      "shorter than the tile is the usual cause."),
@@ -73,7 +106,7 @@ FINDINGS = [
      "on-chip memory, or the split does not fit the cores."),
     (MemoryAccessError, "out of bounds: an access falls outside a GM tensor or outside "
      "a buffer the kernel allocated."),
-]
+]]
 
 
 def lessons() -> list[tuple[int, str, str]]:
@@ -81,13 +114,67 @@ def lessons() -> list[tuple[int, str, str]]:
     return [(n, ex.title, ex.task) for n, ex in sorted(EXERCISES.items())]
 
 
-def check(lesson: int, path) -> Report:
-    """Run the learner's file for ``lesson`` and grade it (see the module docstring)."""
+def exercise_of(lesson: int):
     exercise = EXERCISES.get(lesson) if isinstance(lesson, int) else None
     if exercise is None:
         raise LessonError(f"lesson {lesson!r}: no such lesson; checked lessons are "
                           f"{', '.join(map(str, sorted(EXERCISES)))} (npusim lesson list)")
-    thing = load_symbol(Path(path), exercise.symbol)
+    return exercise
+
+
+def check(lesson: int, path, timeout: float = TIMEOUT_S) -> Report:
+    """Run the learner's file for ``lesson`` and grade it (see the module docstring), for at
+    most ``timeout`` seconds (None: no limit)."""
+    exercise = exercise_of(lesson)
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise LessonError(f"timeout {timeout!r}: a positive number of seconds")
+    path = Path(path)
+    try:
+        with _beside(path), _deadline(timeout):
+            return _check(lesson, exercise, path)
+    except _TimedOut:
+        raise LessonError(f"{path}: the check did not finish within {timeout:g} s (an endless "
+                          "loop in the kernel? allow more with --timeout SECONDS)") from None
+
+
+@contextmanager
+def _deadline(timeout):
+    """Raise _TimedOut after ``timeout`` seconds (main thread only: signals need it)."""
+    if timeout is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise _TimedOut
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextmanager
+def _beside(path: Path):
+    """The file's folder first on sys.path; the modules loaded from it forgotten after."""
+    folder = str(path.resolve().parent)
+    before = set(sys.modules)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+        for name in set(sys.modules) - before:
+            where = getattr(sys.modules.get(name), "__file__", None) or ""
+            if where and os.path.dirname(os.path.abspath(where)) == folder:
+                del sys.modules[name]
+
+
+def _check(lesson: int, exercise, path: Path) -> Report:
+    thing = load_symbol(path, exercise.symbol)
     report = Report(lesson, exercise.title)
     trials = _trials(exercise, thing)
     while True:
@@ -97,6 +184,8 @@ def check(lesson: int, path) -> Report:
             return report
         except NpusimError as exc:
             report.fail(explain(exc))
+            report.exact = False
+            report.findings.append(finding(exc))
             return report
         except Exception as exc:  # noqa: BLE001 - the learner's code: a message, no traceback
             raise LessonError(_raised(exc, Path(path))) from None
@@ -132,11 +221,23 @@ def _raised(exc: BaseException, path: Path) -> str:
     return f"your code raised {type(exc).__name__}: {exc}{at}"
 
 
+def _finding(exc: NpusimError):
+    for kind, says, name, words in FINDINGS:
+        if isinstance(exc, kind) and says in str(exc):
+            return name, words
+    return "stopped", None
+
+
+def finding(exc: NpusimError) -> str:
+    """The finding's name: race, deadlock, does not fit, buffer never freed, ..."""
+    return _finding(exc)[0]
+
+
 def explain(exc: NpusimError) -> str:
-    """The simulator's finding in words, then its own message."""
-    for kind, words in FINDINGS:
-        if isinstance(exc, kind):
-            return f"{words}\n    the simulator says: {exc}"
+    """The simulator's finding in words (by its cause), then its own message."""
+    words = _finding(exc)[1]
+    if words is not None:
+        return f"{words}\n    the simulator says: {exc}"
     return f"the run stopped: {exc}"
 
 
@@ -145,10 +246,15 @@ def grade(trial: Trial, report: Report) -> None:
     label = f"[{trial.label}] " if trial.label else ""
     for name, want in trial.expected.items():
         got = trial.result.outputs[name]
-        _note(report, same_bits(got, want), label + compare(name, got, want))
+        exact = same_bits(got, want)
+        report.exact = report.exact and exact
+        _note(report, exact, label + compare(name, got, want))
     cycles, target = trial.result.cycles, trial.target
     line = f"{label}cycles: {cycles:,} (target: at most {target:,}; {trial.why})"
     met = cycles <= target
+    report.cycles += cycles
+    report.runs += 1
+    report.met = report.met and met
     _note(report, met, line + (": met" if met else f": {cycles - target:,} cycles too slow"))
 
 
@@ -182,12 +288,13 @@ def compare(name: str, got: np.ndarray, want: np.ndarray) -> str:
 
 
 def lesson_command(args) -> int:
-    """``npusim lesson list`` / ``npusim lesson check N FILE``."""
+    """``npusim lesson list`` / ``npusim lesson check N FILE`` (a folder: see
+    ``npusim.face.lesson_class``)."""
     if args.action == "list":
         for n, title, task in lessons():
             print(f"{n:>2}  {title}: {task}")
         return 0
-    report = check(args.number, args.file)
+    report = check(args.number, args.file, None if args.timeout == 0 else args.timeout)
     print(report.text())
     sys.stdout.flush()
     return 0 if report.passed else 1

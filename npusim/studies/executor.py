@@ -15,8 +15,8 @@ the same records:
 - a Dask distributed cluster (``scheduler="tcp://host:8786"``; the optional extra
   ``npusim[cluster]``), whose workers run the same ``run_point``.
 
-A point that cannot run (its tiling does not fit, its arguments break a rule) is a record with
-its status and message, never an exception out of the executor.
+A point that cannot run (its tiling does not fit, a tiling value is not allowed, its arguments
+break a rule) is a record with its status and message, never an exception out of the executor.
 """
 
 import gc
@@ -45,13 +45,24 @@ def run_point(point: dict) -> dict:
     try:
         _fill(record, _run(point, record), point)
     except TilingError as exc:
-        record.update(status="does not fit", error=" ".join(str(exc).split()))
+        message = " ".join(str(exc).split())
+        record.update(status=tiling_status(message), error=message)
     except NpusimError as exc:
         record.update(status="error", error=" ".join(str(exc).split()))
     finally:
         gc.collect()     # the run's GM and buffers sit in reference cycles: free them now
     record["wall_s"] = round(time.perf_counter() - t0, 4)
     return record
+
+
+FIT_WORDS = ("bytes of", "fit", "event ids", "buffers are in use")
+
+
+def tiling_status(message: str) -> str:
+    """A TilingError's status: "does not fit" when the tiling asks for more than the chip
+    has (bytes of a buffer, event ids), else "not allowed" (a value the field does not take:
+    not a multiple of 16, more cores than the chip has, a derived field set)."""
+    return "does not fit" if any(w in message for w in FIT_WORDS) else "not allowed"
 
 
 def _run(point: dict, record: dict):

@@ -172,8 +172,9 @@ def _dx_step_m(chip, p, t, c0, item) -> int:
     per cube core and one channel block of the chunk fits L1 (assumed: the Ascend C dx kernel
     runs stepM = 1, kernels.md §2(e), on A2 where one 128 x 256 fp32 block fills L0C; the TBE
     tiling of Atlas training is not public, and one L0C tile of several base blocks is what
-    its 256 KB L0C allows)."""
-    top = max(1, chip.l0c_bytes // max(1, t.base_m * t.base_n * 4))
+    its 256 KB L0C allows). Each C block is one buffer of the L0C queue and takes one event id
+    of its pipe pair each way, so the step is at most the chip's event ids per pipe pair."""
+    top = max(1, min(chip.l0c_bytes // max(1, t.base_m * t.base_n * 4), chip.event_ids))
     for step in range(top, 1, -1):
         trial = with_fields(t, dx_step_m=step, dx_step_k1=1)
         if (dx_tasks(p, trial, c0) >= chip.ai_core_count

@@ -128,12 +128,19 @@ def _validate_dx(chip, t, p, c0, item, fixed) -> None:
              f"1 to {chip.ai_core_count}")
 
 
+def _step_events(field: str, step: int, chip) -> str:
+    return (f"{field} = {step}: each of a task's C blocks is one buffer of the L0C queue and "
+            f"takes one event id of its pipe pair; {chip.name} has {chip.event_ids} event ids "
+            f"per pipe pair, so 1 to {chip.event_ids}")
+
+
 def _validate_dx_steps(chip, t, p, c0) -> None:
     """dx_step_m (L0C holds its C blocks) and dx_b1_keep (all K in one kept chunk)."""
     l0c = t.dx_step_m * t.base_m * t.base_n * 4
     _require(t.dx_step_m >= 1 and l0c <= chip.l0c_bytes, f"dx_step_m = {t.dx_step_m}: at "
              f"least 1, and dx_step_m x base_m x base_n x 4 = {l0c} bytes of L0C at most "
              f"{chip.l0c_bytes} ({chip.name})")
+    _require(t.dx_step_m <= chip.event_ids, _step_events("dx_step_m", t.dx_step_m, chip))
     _require(t.dx_b1_keep in (True, False), "dx_b1_keep: True or False")
     if t.dx_b1_keep:
         k1, kh = ceil_div(p.kc, c0), p.kdhw[1]
@@ -157,6 +164,7 @@ def _validate_dw(chip, t, p, c0, item, fixed) -> None:
     l0c = t.dw_step_m * t.base_m * t.base_n * 4
     _require(l0c <= chip.l0c_bytes, f"dw_step_m = {t.dw_step_m}: dw_step_m x base_m x base_n "
              f"x 4 = {l0c} bytes of L0C at most {chip.l0c_bytes} ({chip.name})")
+    _require(t.dw_step_m <= chip.event_ids, _step_events("dw_step_m", t.dw_step_m, chip))
     a1, b1 = dw_l1_bytes(p, t, c0, item)
     if t.l1_buffers * (a1 + b1) > chip.l1_bytes and not fixed & set(DW_FIELDS):
         raise TilingError(

@@ -99,7 +99,9 @@ def slowest_word(totals: dict, fast: str, other: str) -> str:
 
 
 def _excluded_line(e: dict) -> str:
-    where = ", ".join(f"{us(t)} on {c}" for c, t in e["ran_us"].items()) or "no chip runs it"
+    if not e["ran_us"]:
+        return f"call {e['call']} ({e['label']}), run on no chip"
+    where = ", ".join(f"{us(t)} on {c}" for c, t in e["ran_us"].items())
     why = ", ".join(c for c in e["not_run"])
     return f"call {e['call']} ({e['label']}), not run on {why}; it takes {where}"
 

@@ -11,7 +11,8 @@ the step's FLOPs and bytes the modelled calls cover.
 ``chips`` are chip model names or a user's chip TOML files (a row carries the model's name);
 ``batch`` rescales a workload whose calls declare a batch dimension
 (``npusim.studies.workload.rescale``). Predictions include what the simulator models and
-nothing else: the host's launch time between kernels is not in them.
+nothing else: the host's launch time between kernels is not in them. A workload of which no
+call runs on any of the chips is an NpusimError, not a prediction of 0 us.
 """
 
 import os
@@ -41,10 +42,21 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     rows = [call_row(call, chip, None, wl.formats) for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
         rows[i] = call_row(*pairs[i], rec, wl.formats)
+    if not any(r["status"] == "ok" for r in rows):
+        _none_ran(wl, list(specs), rows)
     result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,
               "formats": wl.formats, "rows": rows}
     result.update(summarise(wl, list(specs), rows))
     return result
+
+
+def _none_ran(wl, chips: list, rows: list) -> None:
+    """One NpusimError when no call ran on any chip (every call failed, or no chip chosen
+    runs any): the prediction would be 0 us. It names the first call's reason."""
+    first = rows[0]
+    raise NpusimError(f"{wl.name}: no call ran on {', '.join(chips)}, so there is nothing "
+                      f"to predict; call {first['call']} ({first['label']}) on "
+                      f"{first['chip']}: {first['status']}: {first['why']}")
 
 
 def resolve_chips(chips) -> dict:

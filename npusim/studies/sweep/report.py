@@ -4,10 +4,11 @@
 points that ran (counted once when it is one of them), how much faster the best is than the
 default, and what limits each: the largest share of the critical path for the default and the
 best point, for the others its share of the roofline and the busiest pipe (``what_limits``, as
-``npusim predict`` says it). ``sweep.png`` plots time against each swept field (a field of
-few values, or of booleans, on a categorical axis), the default and the best marked, titled
-with the operator and chip; ``pareto.png`` time against the peak on-chip bytes one core has
-live at once (the sum over its buffers), the Pareto front marked.
+``npusim predict`` says it). The table's "busiest pipe" column is the pipe busy the largest
+share of the time for every row (``busiest_pipe``). ``sweep.png`` plots time against each
+swept field (a field of few values, or of booleans, on a categorical axis), the default and
+the best marked, titled with the operator and chip; ``pareto.png`` time against the peak
+on-chip bytes one core has live at once (the sum over its buffers), the Pareto front marked.
 """
 
 import json
@@ -28,6 +29,16 @@ def bottleneck(record: dict) -> str:
         return "-"
     pipe = max(busy, key=busy.get)
     return f"{pipe} ({busy[pipe]:.0%} busy)"
+
+
+def busiest_pipe(record: dict) -> str:
+    """The pipe busy the largest share of the run, with that share (every row alike, the
+    default's and the best's too: the table's column has one meaning)."""
+    busy = record.get("busy") or {}
+    if not busy:
+        return "-"
+    pipe = max(busy, key=busy.get)
+    return f"{pipe} {busy[pipe]:.0%}"
 
 
 def _limit(record: dict) -> str:
@@ -55,6 +66,7 @@ def summary(rows: list, default: dict, fields: list) -> dict:
     ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["cycles"])
     out = {"points": len(rows), "ran": len(ok),
            "did_not_fit": sum(r["status"] == "does not fit" for r in rows),
+           "not_allowed": sum(r["status"] == "not allowed" for r in rows),
            "default_us": default["time_us"], "default_bottleneck": bottleneck(default)}
     if ok:
         best = ok[0]
@@ -88,7 +100,7 @@ def markdown(case, base: dict, rows: list, default: dict, best, fields: list) ->
     lines = [f"# Sweep of {case.aclnn} on {base['chip']}", "",
              f"{base['dtype']}, shape {shape}, params {base['params'] or 'default'}; "
              f"{s['points']} points over {', '.join(fields)}: {s['ran']} ran, "
-             f"{s['points'] - s['ran']} did not ({s['did_not_fit']} did not fit).", ""]
+             f"{s['points'] - s['ran']} did not ({_why_not(s)}).", ""]
     if "best_us" not in s:
         return "\n".join(lines + ["No point ran.", *_failed(rows, fields, default), ""])
     ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["cycles"])
@@ -103,19 +115,29 @@ def markdown(case, base: dict, rows: list, default: dict, best, fields: list) ->
               f"- Check of the best: {best['check'] if best else 'not asked for'}.", "",
               "## The ten fastest", "",
               "| rank | " + " | ".join(fields) + " | time (us) | vs default | of roofline | "
-              "busiest pipe | peak on-chip bytes |",
+              "busiest pipe (% of the time busy) | peak on-chip bytes |",
               "|---:|" + "---:|" * len(fields) + "---:|---:|---:|---|---:|"]
     for i, r in enumerate(ok[:10], 1):
         cells = [str(r["tiling"].get(f)) for f in fields]
         lines.append(f"| {i} | " + " | ".join(cells) + f" | {r['time_us']:.2f} | "
                      f"{default['cycles'] / r['cycles']:.2f}x | {r['roofline_ratio']:.0%} | "
-                     f"{bottleneck(r)} | {buffer_bytes(r):,} |")
+                     f"{busiest_pipe(r)} | {buffer_bytes(r):,} |")
     lines += _failed(rows, fields, default)
     return "\n".join(lines + ["", "Files: sweep.csv, sweep.id.json, sweep.json, sweep.png, "
                               "pareto.png.", ""])
 
 
 SHOWN_FAILURES = 20
+
+
+def _why_not(s: dict) -> str:
+    other = s["points"] - s["ran"] - s["did_not_fit"] - s["not_allowed"]
+    parts = [f"{s['did_not_fit']} did not fit"]
+    if s["not_allowed"]:
+        parts.append(f"{s['not_allowed']} had a value the field does not take")
+    if other:
+        parts.append(f"{other} failed otherwise")
+    return ", ".join(parts)
 
 
 def _failed(rows: list, fields: list, default: dict) -> list:

@@ -24,8 +24,9 @@ def _value(text: str, where: str):
                           "true/false") from None
 
 
-def parse_space(item: str) -> tuple[str, list]:
-    """``"tile_length=1024,2048"`` -> ("tile_length", [1024, 2048])."""
+def parse_space(item: str) -> tuple[str, list | range]:
+    """``"tile_length=1024,2048"`` -> ("tile_length", [1024, 2048]); a range stays a
+    ``range`` (counted, never built: ``points`` builds only what it runs)."""
     field, sep, text = item.partition("=")
     field, text = field.strip(), text.strip()
     if not sep or not field or not text:
@@ -35,6 +36,9 @@ def parse_space(item: str) -> tuple[str, list]:
         values = _pow2(text, item)
     elif ":" in text:
         values = _range(text, item)
+        if not values:
+            raise NpusimError(f"--tiling {item!r}: the space is empty")
+        return field, values
     else:
         values = [_value(v, item) for v in text.split(",")]
     if not values:
@@ -49,7 +53,7 @@ def _range(text: str, item: str) -> list:
     start, stop, step = (*parts, 1) if len(parts) == 2 else parts
     if step <= 0 or stop < start:
         raise NpusimError(f"--tiling {item!r}: a range needs start <= stop and a positive step")
-    return list(range(start, stop + 1, step))
+    return range(start, stop + 1, step)
 
 
 def _pow2(text: str, item: str) -> list:
@@ -76,6 +80,8 @@ def points(spaces: dict, samples: int | None = None, seed: int = 0) -> list[dict
         total *= n
     if samples is not None and (isinstance(samples, bool) or samples < 1):
         raise NpusimError(f"--samples {samples!r}: a positive number of points")
+    if samples is not None and samples > MAX_POINTS:
+        raise NpusimError(f"--samples {samples:,}: at most {MAX_POINTS:,} points")
     if samples is None and total > MAX_POINTS:
         raise NpusimError(f"the tiling space has {total:,} points, more than {MAX_POINTS:,}; "
                           "draw some with --samples N")
@@ -83,7 +89,7 @@ def points(spaces: dict, samples: int | None = None, seed: int = 0) -> list[dict
     if samples is None or samples >= total:
         combos = itertools.product(*spaces.values())
         return [dict(zip(fields, c, strict=True)) for c in combos]
-    picks = sorted(random.Random(seed).sample(range(total), samples))
+    picks = sorted(random.Random(seed).sample(range(total), samples))   # range: not built
     out = []
     for index in picks:
         combo = []
@@ -91,4 +97,16 @@ def points(spaces: dict, samples: int | None = None, seed: int = 0) -> list[dict
             index, k = divmod(index, len(values))
             combo.append(values[k])
         out.append(dict(zip(fields, reversed(combo), strict=True)))
+    return out
+
+
+def described(spaces: dict) -> dict:
+    """{field: its values}, a range as ``"start:stop:step"`` (inclusive), for a sweep's
+    record of what it swept (``npusim.studies.sweep.store.identity``)."""
+    out = {}
+    for field, values in spaces.items():
+        if isinstance(values, range):
+            out[field] = f"{values.start}:{values.stop - 1}:{values.step}"
+        else:
+            out[field] = [v if isinstance(v, bool | int) else str(v) for v in values]
     return out

@@ -1,7 +1,8 @@
 """A sweep's folder: what the sweep is, and its rows as they finish.
 
 ``sweep.id.json`` records everything that defines the sweep (operator, chip name and the
-SHA-256 of its model file, shape, dtype, parameters, mode, swept fields, npusim version); it is
+SHA-256 of its model file, shape, dtype, parameters, mode, swept fields and their values, the
+``--samples`` draw, npusim version); it is
 written, whole, before the first row. ``sweep.csv`` grows one whole row per finished point (one
 ``write`` of the encoded line, then ``fsync``), so an interrupted sweep keeps every row it
 finished; a half-written last line (the process killed mid-write) is dropped on ``--resume``.
@@ -20,14 +21,18 @@ from npusim.errors import NpusimError
 from npusim.studies.executor import BUFFERS, PIPES
 
 IDENTITY = "sweep.id.json"
+STATUSES = ("ok", "does not fit", "not allowed", "error", "mismatch")
 METRICS = ["status", "cycles", "time_us", "roofline_ratio", "bound", "bound_us",
            *(f"busy_{p}" for p in PIPES),
            *(f"peak_{b}" for b in BUFFERS), "wall_s", "numerics", "check", "error"]
 
 
-def identity(case, base: dict, check: str, fields: list) -> dict:
-    """What defines a sweep: two sweeps with equal identities give the same rows."""
+def identity(case, base: dict, check: str, spaces: dict, samples: int | None = None,
+             seed: int = 0) -> dict:
+    """What defines a sweep: two sweeps with equal identities give the same rows (the swept
+    fields and their values, and the draw of ``--samples`` with its seed)."""
     from npusim.chip import load_chip
+    from npusim.studies.sweep.space import described
 
     chip = load_chip(base["chip"])
     with open(chip.path, "rb") as f:
@@ -37,7 +42,9 @@ def identity(case, base: dict, check: str, fields: list) -> dict:
             "shape": list(base["shape"]), "dtype": base["dtype"],
             "params": {k: str(v) for k, v in params.items()},
             "mode": "timed, every point checked" if check == "all" else "timed, timing only",
-            "fields": list(fields), "npusim": npusim_version()}
+            "fields": list(spaces), "values": described(spaces),
+            "samples": None if samples is None else f"{samples} drawn with seed {seed}",
+            "npusim": npusim_version()}
 
 
 def npusim_version() -> str:
@@ -100,8 +107,10 @@ class SweepStore:
                                   "finish it, or choose another --out")
             same_sweep(ident, read_identity(self.dir), out)
             self._load(out)
+        self.made_dir = not os.path.exists(self.dir)
         os.makedirs(self.dir, exist_ok=True)
-        if not os.path.exists(self.csv):
+        self.new = not os.path.exists(self.csv)
+        if self.new:
             self.write_text(IDENTITY, json.dumps(ident, indent=1) + "\n")
             self.write_text("sweep.csv", _line([*self.fields, *METRICS]))
 
@@ -114,7 +123,12 @@ class SweepStore:
                                   f"({', '.join((reader.fieldnames or [])[:4])}...); "
                                   "choose another --out")
             for row in reader:
-                record = record_from_row(row, self.fields)
+                try:
+                    record = record_from_row(row, self.fields)
+                except (ValueError, KeyError, TypeError):
+                    raise NpusimError(f"{out}/sweep.csv, line {reader.line_num}: not a row "
+                                      f"this sweep wrote ({_first_cells(row)}); remove the "
+                                      "line to resume, or choose another --out") from None
                 self.kept[key_of(record["tiling"], self.fields)] = record
 
     def finished(self, tiling: dict):
@@ -130,6 +144,16 @@ class SweepStore:
         finally:
             os.close(fd)
 
+    def discard(self) -> None:
+        """Remove what this sweep began (a sweep where no point ran leaves no half report);
+        a resumed folder is left as it was found plus its new rows."""
+        if not self.new:
+            return
+        for name in (IDENTITY, "sweep.csv"):
+            os.remove(self.path(name))
+        if self.made_dir and not os.listdir(self.dir):
+            os.rmdir(self.dir)
+
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
@@ -138,6 +162,11 @@ class SweepStore:
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, self.path(name))
+
+
+def _first_cells(row: dict) -> str:
+    cells = [str(v) for v in row.values() if v not in (None, "")][:3]
+    return ", ".join(repr(c[:20]) for c in cells) or "empty"
 
 
 def _line(cells: list) -> str:
@@ -178,6 +207,11 @@ def record_from_row(row: dict, fields: list) -> dict:
     """A record read back from sweep.csv (for --resume)."""
     text = ("status", "check", "error", "bound")
     get = {k: _num(v) if k not in text else v for k, v in row.items()}
+    if get["status"] not in STATUSES:
+        raise ValueError(f"status {get['status']!r}")
+    if get["status"] == "ok" and not (isinstance(get["cycles"], int) and get["cycles"] > 0
+                                      and isinstance(get["time_us"], int | float)):
+        raise ValueError("an ok row without its cycles and time")
     return {"tiling": {f: get[f] for f in fields}, "status": get["status"],
             "error": get["error"], "cycles": get["cycles"], "time_us": get["time_us"],
             "roofline_ratio": get["roofline_ratio"], "bound": get["bound"] or None,

@@ -8,7 +8,8 @@ sweep keeps its work and ``resume=True`` skips the points already there, once th
 record of what it swept matches this sweep (``npusim/studies/sweep/store.py``); ``sweep.json``,
 ``sweep.md``, ``sweep.png`` and ``pareto.png`` are written (each whole, by rename) at the end.
 ``check="best"`` reruns the fastest point with numerics on and compares it bit for bit with
-the golden; ``"all"`` checks every point; ``"none"`` none.
+the golden; ``"all"`` checks every point; ``"none"`` none. A sweep where no point ran is an
+NpusimError (the first point's reason), with no report written.
 """
 
 from npusim.errors import NpusimError
@@ -44,12 +45,16 @@ def sweep(op_name, *, chip="atlas-a2", shape=None, dtype=None, params=None, spac
            for t in points(spaces, samples, seed)]
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
     try:
-        store = (SweepStore(out, identity(case, base, check, list(spaces)), resume)
+        store = (SweepStore(out, identity(case, base, check, spaces, samples, seed), resume)
                  if out else None)
         rows = _execute(pts, store, jobs, client, progress)
     finally:
         if client is not None and isinstance(scheduler, str):
             client.close()
+    if not any(r["status"] == "ok" for r in rows):
+        if store is not None:
+            store.discard()
+        _none_ran(case, rows)
     best = _check_best(rows, base) if check == "best" else None
     if store is not None:
         from npusim.studies.sweep.report import write_report
@@ -58,9 +63,21 @@ def sweep(op_name, *, chip="atlas-a2", shape=None, dtype=None, params=None, spac
     return rows
 
 
+def _none_ran(case, rows: list) -> None:
+    """One NpusimError: no point ran, how many failed how, and the first one's reason."""
+    counts = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    first = rows[0]
+    shown = ", ".join(f"{k}={v}" for k, v in first["tiling"].items())
+    raise NpusimError(f"no point of the {case.name} sweep ran ("
+                      f"{', '.join(f'{n} {what}' for what, n in counts.items())}); the first, "
+                      f"{shown}: {first['error'] or first['status']}")
+
+
 def _spaces(space) -> dict:
     if isinstance(space, dict):
-        spaces = {k: list(v) for k, v in space.items()}
+        spaces = {k: v if isinstance(v, range) else list(v) for k, v in space.items()}
     else:
         spaces = dict(parse_space(item) for item in space)
     if not spaces or any(not v for v in spaces.values()):

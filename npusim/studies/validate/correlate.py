@@ -15,8 +15,10 @@ compares each row's Task Duration with the prediction:
 A convolution row carries neither stride nor padding: they are inferred from the input, kernel
 and output sizes (the smallest stride, then the padding, that give the output size; dilation 1,
 groups 1), and the row says so. Rows npusim cannot model (other operators, TransData on its own,
-5HD shapes, unparsable cells) are listed with the reason, never dropped. A file that is not such
-a CSV is one NpusimError.
+5HD shapes, dtypes it does not run) are listed with the reason, never dropped. A file that is
+not such a CSV, or a row of bad data (a duration that is not a positive number, a shape that
+does not parse, a dtype no tool writes, a tensor larger than ``npusim run`` takes), is one
+NpusimError naming the line.
 """
 
 import csv
@@ -37,8 +39,18 @@ MAX_ROWS = 10000
 MAX_BYTES = 64 << 20
 
 
+KNOWN_DTYPES = ("double", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                "uint32", "uint64", "bool", "complex64", "complex128", "string", "undefined",
+                "hifloat8", "float8_e5m2", "float8_e4m3fn", "int4")   # msprof's, not modelled
+
+
 class RowError(ValueError):
-    """Why one CSV row cannot be modelled."""
+    """Why one CSV row cannot be modelled (the row is listed with it)."""
+
+
+class BadRow(RowError):
+    """A row whose data is wrong (a duration or shape that is not one, a dtype no tool
+    writes, a tensor larger than ``npusim run`` takes): the command stops, naming the row."""
 
 
 def read_csv(path) -> list:
@@ -84,20 +96,34 @@ def read_csv(path) -> list:
 
 def shapes(cell: str) -> list:
     """``"8,64,56,56;64,64,3,3"`` -> [(8, 64, 56, 56), (64, 64, 3, 3)]; ``""`` a scalar ()."""
+    from npusim.cases.common import MAX_ELEMENTS
+
     out = []
     for part in cell.strip().strip('"').split(";"):
         part = part.strip()
         try:
             out.append(tuple(int(d) for d in part.split(",")) if part else ())
         except ValueError:
-            raise RowError(f"shape {part!r} does not parse (want e.g. 8,64,56,56)") from None
+            raise BadRow(f"shape {part!r} does not parse (want e.g. 8,64,56,56)") from None
+        if any(d < 0 for d in out[-1]):
+            raise BadRow(f"shape {part!r} has a negative dimension")
         if any(d < 1 for d in out[-1]):
             raise RowError(f"shape {part!r} has a dimension below 1")
+        elements = 1
+        for d in out[-1]:
+            elements *= d
+        if elements > MAX_ELEMENTS:
+            raise BadRow(f"shape {part!r} has {elements:,} elements, more than the "
+                         f"{MAX_ELEMENTS:,} npusim run takes (it keeps every tensor in host "
+                         "memory)")
     return out
 
 
 def dtype_of(cell: str) -> str:
     first = cell.split(";")[0].strip().lower().removeprefix("dt_")
+    if first not in DTYPES and first not in KNOWN_DTYPES:
+        raise BadRow(f"dtype {first!r} is not a data type (msprof writes e.g. FLOAT16, "
+                     "FLOAT, BF16, INT32)")
     if first not in DTYPES:
         raise RowError(f"dtype {first!r} is not one npusim runs (float16, float32, bfloat16)")
     return DTYPES[first]
@@ -185,15 +211,15 @@ def duration(row: dict) -> float:
         value = float(row["Task Duration(us)"])
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise RowError(f"Task Duration(us) {row['Task Duration(us)']!r} is not a positive "
-                       "number")
+    if not 0 < value < float("inf"):
+        raise BadRow(f"Task Duration(us) {row['Task Duration(us)']!r} is not a positive "
+                     "number")
     return value
 
 
-def plan(rows: list, chip: str) -> tuple:
+def plan(rows: list, chip: str, where: str = "the CSV") -> tuple:
     """(one result dict per CSV row, the distinct points to run); modelled rows carry the
-    index of their point."""
+    index of their point. A row of bad data (``BadRow``) is one NpusimError naming its line."""
     results, points, index = [], [], {}
     for i, row in enumerate(rows, 2):   # line 1 is the header
         res = {"line": i, "op_type": row.get("OP Type", ""), "name": row.get("Op Name", ""),
@@ -202,6 +228,10 @@ def plan(rows: list, chip: str) -> tuple:
         try:
             res["measured_us"] = duration(row)
             op, shape, dtype, params, note = call_of(row)
+        except BadRow as exc:
+            raise NpusimError(f"{where}, line {i} ({res['op_type'] or 'no OP Type'}"
+                              f"{' ' + repr(res['name']) if res['name'] else ''}): {exc}; "
+                              "correct or remove the row") from None
         except RowError as exc:
             results.append({**res, "why": str(exc)})
             continue
@@ -225,7 +255,7 @@ def correlate(path, chip: str, *, jobs: int = 1, scheduler=None, on_record=None,
 
     clock = load_chip(chip).clock_hz
     rows = read_csv(path) if rows is None else rows
-    results, points = plan(rows, chip)
+    results, points = plan(rows, chip, str(path))
     records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
     for res in results:
         if res["status"] == "ok":
