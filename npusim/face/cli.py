@@ -79,7 +79,10 @@ def _error(exc: Exception) -> int:
 
 
 def _run(argv) -> int:
+    from npusim.face.provenance import set_command
+
     parser = _parser()
+    set_command(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

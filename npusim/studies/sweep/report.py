@@ -13,6 +13,7 @@ live at once (the sum over its buffers), the Pareto front marked.
 import json
 import os
 
+from npusim.face import provenance
 from npusim.studies.executor import PIPES
 from npusim.studies.sweep.store import key_of
 
@@ -86,6 +87,7 @@ def markdown(case, base: dict, rows: list, default: dict, best, fields: list) ->
     s = summary(rows, default, fields)
     shape = "x".join(map(str, base["shape"]))
     lines = [f"# Sweep of {case.aclnn} on {base['chip']}", "",
+             f"Made by {provenance.line(provenance.stamp([base['chip']]))}.", "",
              f"{base['dtype']}, shape {shape}, params {base['params'] or 'default'}; "
              f"{s['points']} points over {', '.join(fields)}: {s['ran']} ran, "
              f"{s['points'] - s['ran']} did not ({s['did_not_fit']} did not fit).", ""]
@@ -229,7 +231,7 @@ def write_report(store, case, base, rows, default, best, fields) -> None:
     data = {"op": case.name, "chip": base["chip"], "shape": base["shape"],
             "dtype": base["dtype"], "params": base["params"], "fields": fields,
             "default": default, "summary": summary(rows, default, fields), "rows": rows,
-            "pipes": list(PIPES)}
+            "pipes": list(PIPES), "provenance": provenance.stamp([base["chip"]])}
     store.write_text("sweep.json", json.dumps(data, indent=1, default=str) + "\n")
     store.write_text("sweep.md", markdown(case, base, rows, default, best, fields))
     for name, draw in (("sweep.png", lambda p: plot_time(rows, fields, p, case, base, default)),
