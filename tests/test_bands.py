@@ -87,14 +87,23 @@ def test_a_band_from_fewer_than_three_rows_says_so(files):
 
 def test_a_kernel_no_row_ran_has_no_band_and_says_how_much_time_that_is(files):
     part = band("convolution_backward", "atlas-a2", *files,
-                kernels=[("Conv2DK", 7.0), ("TransData", 3.0)])
+                kernels=[("DxK", 3.0), ("Conv2DK", 7.0)])
     assert part["covered"] == pytest.approx(0.3) and part["unbacked"] == ["Conv2DK"]
+    assert part["ids"] == ["conv-a2-dx"]
     assert part["text"].startswith("no band for 70% of the time (no row runs Conv2DK")
-    assert band_cell(part) == "±30% on 30% of the time (3 rows)"
+    assert band_cell(part) == "±15% on 30% of the time (1 row: too few)"
     none = band("convolution_backward", "atlas-a2", *files, kernels=[("Conv2DK", 1.0)])
     assert none["rows"] == 0 and band_cell(none) == "no band"
     assert none["text"].startswith("no band: no validation row of convolution_backward on "
                                    "atlas-a2 running Conv2DK may back one")
+
+
+def test_a_row_backs_only_a_run_of_every_kernel_it_measured(files):
+    """A row that measured ConvK and TransData together does not back the TransData of a run
+    without ConvK (the 3-D dw rows do not back a 2-D convolution's TransData)."""
+    b = band("convolution_backward", "atlas-a2", *files,
+             kernels=[("TransData", 5.0), ("Conv2DK", 5.0)])
+    assert b["rows"] == 0 and b["text"].startswith("no band")
 
 
 def test_a_row_that_compares_another_kernel_backs_no_band(files):

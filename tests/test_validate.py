@@ -145,6 +145,8 @@ def test_ranking_of_two_tilings_holds_where_it_was_recorded_within(table, pair):
     """npusim's ratio of the two times against the measured ratio: a pair recorded within
     +-20% must stay within (a ratchet, as for rows); a recorded miss stays visible in the
     status file and in npusim validate's output, and its error is held where recorded."""
+    if any(table[r.id]["status"] != "ok" for r in pair):
+        pytest.skip("a row of the pair is slow (NPUSIM_SLOW=1 runs it)")
     (p,) = ranking.pair_results(pair, [table[r.id] for r in pair])
     recorded = STATUS["pairs"][p["pair"]]
     assert p["error"] == pytest.approx(recorded, abs=0.002), p

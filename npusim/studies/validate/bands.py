@@ -8,10 +8,12 @@ A row backs a band only if
 - it is counted (a row measuring what npusim does not have, ``not_modelled``, backs none);
 - no model number was calibrated on it (``calibrated``): a row a number was fitted to says
   nothing about the error elsewhere;
-- it ran the prediction's kernels: the row's ``kernels`` (the CANN kernels the measurement
-  timed that npusim's case runs too) include at least one of the kernels the prediction runs.
-  A row comparing another kernel (the fill row's SiluGrad against a fill) has ``kernels = []``
-  and backs nothing;
+- the prediction runs every kernel the row measured: the row's ``kernels`` (the CANN kernels
+  the measurement timed that npusim's case runs too) are all among the prediction's. A 3-D
+  gradWeight row (TransData, MemSet, Conv3DBackpropFilter) backs a 3-D gradWeight run, not
+  the TransData of a 2-D one; a GEMM row (Conv3DBackpropInputV2) backs that kernel's time in a
+  run. A row comparing another kernel (the fill row's SiluGrad against a fill) has
+  ``kernels = []`` and backs nothing;
 - its error is recorded; and the chip is the shipped model of its name (a chip file that
   differs from the shipped one gets no band: the rows measured the shipped model's numbers).
 
@@ -91,7 +93,7 @@ def band(op: str, chip, table=None, status=None, kernels=None) -> dict:
     times = _times(kernels)
     usable = [r for r in kind if r.counted and not r.calibrated and r.kernels
               and r.id in errors and not foreign]
-    backing = [r for r in usable if times is None or set(r.kernels) & set(times)]
+    backing = [r for r in usable if times is None or set(r.kernels) <= set(times)]
     backed = list(dict.fromkeys(k for r in backing for k in r.kernels
                                 if times is None or k in times))
     sizes = [abs(float(errors[r.id])) for r in backing]
