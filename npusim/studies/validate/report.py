@@ -210,7 +210,7 @@ def correlate_points(result: dict) -> list:
     for r in result["rows"]:
         if r["status"] != "ok":
             continue
-        b = band(r["op"], result["chip"])
+        b = band(r["op"], result.get("chip_spec") or result["chip"])
         name = r["op_type"] + (
             f" (band ±{b['band']:.0%})" if b["rows"] else " (no validation row)")
         points.append(Point(r["measured_us"], r["predicted_us"], r["line"], name, b["band"]))

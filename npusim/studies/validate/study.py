@@ -11,7 +11,10 @@ GEMM share a run), runs them timing-only on the study executor and gives each ro
   chip model's clock; the op's whole time is kept beside it;
 - the error ``predicted / measured - 1`` and whether it is within the row's tolerance.
 
-The table's mean absolute error is over the rows that ran. What is not modelled: host launch
+The table's figures count every row that ran: over the counted entries (a row, or the rows of
+a ``group`` npusim predicts with one number, once, against the mean of their measurements) and
+over every entry, the rows measuring what npusim does not have at all (``not_modelled``)
+included. What is not modelled: host launch
 gaps in host-timed rows (torch.mm's event timing), and every difference between the measured
 kernel and npusim's (a GEMM row runs npusim's convolution gradInput kernel; see the table).
 """
