@@ -17,13 +17,14 @@ A row backs a band only if
 - its error is recorded; and the chip is the shipped model of its name (a chip file that
   differs from the shipped one gets no band: the rows measured the shipped model's numbers).
 
-It gives ``band``, the largest |error| of those rows (the worst error seen on the measured rows
-that ran these kernels; not a statistical interval, and a shape, dtype or tiling unlike the
-measured ones can be further off); ``mean``; ``rows`` and ``ids``; ``kernels``, the kernels the
-rows back; ``covered``, the share of the prediction's time in those kernels (1 when the kernels
-are not given); ``few``, true under ``MIN_ROWS`` rows; and ``text``, e.g. "±20% (17 rows of
-convolution_backward on atlas-a2 running TransData, MemSet, Conv3DBackpropFilter, mean error
-8%)", or "no band: ..." with the reason.
+It gives ``band``, the largest |error| of those rows (the worst error seen on the measured
+rows that ran these kernels, the rows of a group counted once against the mean of their
+measurements, as ``npusim validate`` counts them; not a statistical interval, and a shape,
+dtype or tiling unlike the measured ones can be further off); ``mean``; ``rows`` and ``ids``;
+``kernels``, the kernels the rows back; ``covered``, the share of the prediction's time in
+those kernels (1 when the kernels are not given); ``few``, true under ``MIN_ROWS`` rows; and
+``text``, e.g. "±20% (17 rows of convolution_backward on atlas-a2 running TransData, MemSet,
+Conv3DBackpropFilter, mean error 8%)", or "no band: ..." with the reason.
 
 ``total_band`` words the band of a sum of calls on one chip (a predicted step's total), and
 ``ratio_band`` the band of one total over another (a speed-up).
@@ -96,7 +97,7 @@ def band(op: str, chip, table=None, status=None, kernels=None) -> dict:
     backing = [r for r in usable if times is None or set(r.kernels) <= set(times)]
     backed = list(dict.fromkeys(k for r in backing for k in r.kernels
                                 if times is None or k in times))
-    sizes = [abs(float(errors[r.id])) for r in backing]
+    sizes = _entry_sizes(backing, errors)
     total = sum(times.values()) if times else 0.0
     covered = 1.0 if times is None else (
         sum(t for k, t in times.items() if k in backed) / total if total else 0.0)
@@ -110,6 +111,14 @@ def band(op: str, chip, table=None, status=None, kernels=None) -> dict:
            "other_kernel": [r.id for r in kind if r.counted and not r.kernels],
            "unrecorded": [r.id for r in kind if r.counted and r.id not in errors]}
     return {**out, "text": _text(out)}
+
+
+def _entry_sizes(rows: list, errors: dict) -> list:
+    """|error| per entry of ``rows``: a row's own, or for the rows of a group (one npusim
+    prediction) the group's, against the mean of their measurements, once."""
+    from npusim.studies.validate.study import entries
+
+    return [abs(e["error"]) for e in entries(rows, {r.id: float(errors[r.id]) for r in rows})]
 
 
 def _times(kernels) -> dict | None:
