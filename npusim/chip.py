@@ -296,6 +296,10 @@ def _check_sources(path: str, raw: dict, sources: dict) -> None:
                                      "name its hardware.md source or say 'assumed'")
 
 
+PLAUSIBLE = {"clock_hz": (1e7, 1e10), "hbm_bytes_per_s": (1e9, 1e14),    # 10 GHz, 1 GB/s
+             "ai_core_count": (1, 256), "aiv_per_ai_core": (0, 8)}
+
+
 def _check_consistency(path: str, v: dict) -> None:
     def bad(key, msg):
         raise ChipModelError(f"{path}: {key} = {v.get(key)!r} is inconsistent: {msg}")
@@ -324,6 +328,9 @@ def _check_consistency(path: str, v: dict) -> None:
         bad("l2_bytes_per_s", "L2 cannot be slower than HBM")
     if v["l2_bytes"] >= v["hbm_bytes"]:
         bad("l2_bytes", "L2 must be smaller than HBM")
+    for key, (low, high) in PLAUSIBLE.items():     # no chip has these: a typo, not a design
+        if not low <= v[key] <= high:
+            bad(key, f"outside the plausible range {low:g} to {high:g}")
     _check_buffers(bad, v)
     _check_host(bad, v)
     _check_dtypes(bad, v)

@@ -285,7 +285,7 @@ def test_chips_take_a_users_toml_and_the_310p(small, tmp_path):
     assert result["chips"] == ["my-a2", "atlas-inference"]
     conv = [r for r in result["rows"] if r["call"] == 1]
     assert all(r["status"] == "ok" for r in conv)
-    assert conv[0]["band"]["text"].startswith("no validation row covers")
+    assert conv[0]["band"]["text"].startswith("no band: no validation row of")
     assert result["common_calls"] == [1]
 
 

@@ -99,8 +99,12 @@ def joined(argv: list) -> list:
 
 
 def _run(argv) -> int:
+    from npusim.face.provenance import set_command
+
     parser = _parser()
-    args = parser.parse_args(joined(sys.argv[1:] if argv is None else list(argv)))
+    raw = sys.argv[1:] if argv is None else list(argv)
+    set_command(raw)
+    args = parser.parse_args(joined(raw))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -98,7 +98,8 @@ def correlate_command(args) -> int:
     chip = load_chip(args.chip)
     rows = read_csv(args.csv)
     _study(args, len(plan(rows, chip.name, args.csv)[1]), "correlate",
-           lambda **kw: correlate(args.csv, chip.name, rows=rows, **kw),
+           lambda **kw: {**correlate(args.csv, chip.name, rows=rows, **kw),
+                         "chip_spec": args.chip},     # the band checks the chip file
            correlate_text, write_correlation)
     return 0
 

@@ -18,7 +18,7 @@ from npusim.cases import CASES
 from npusim.cases.run import compare_runs, metrics
 from npusim.chip import load_chip
 from npusim.errors import NpusimError
-from npusim.face import charts, interrupt, plot
+from npusim.face import charts, interrupt, plot, provenance
 from npusim.face.outdir import OutputDir
 from npusim.face.report import (
     chip_markdown,
@@ -34,6 +34,7 @@ CHIPS = ("atlas-training", "atlas-a2")
 # The Atlas inference series (Ascend 310P3) runs only the convolution (the seeds list it for no
 # other operator), so it joins that section alone.
 EXTRA_CHIPS = {"convolution_backward": ("atlas-inference",)}
+DEMO_CHIPS = CHIPS + EXTRA_CHIPS["convolution_backward"]
 
 
 def chips_of(case) -> tuple:
@@ -119,7 +120,8 @@ def _report(sections: list, micro: list, elapsed: float) -> list:
              "LPDDR4X, no FixPipe). Times are "
              "simulated (cycles at the chip's clock); the roofline bound is the operator's bytes "
              "over the GM bandwidth (and, for cube work, its flops over the cube peak).", "",
-             f"Made by `npusim demo` in {elapsed:.1f} s of wall time.", "",
+             f"Made by `npusim demo` in {elapsed:.1f} s of wall time: "
+             f"{provenance.line(provenance.stamp(DEMO_CHIPS))}.", "",
              "## The chips", "", *chip_markdown(), ""]
     for section in sections:
         lines += section

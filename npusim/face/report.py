@@ -9,7 +9,7 @@ The numbers come from ``npusim.cases.run.metrics`` and the bands from
 
 from npusim.cases.run import CaseRun, metrics, tiling_dict
 from npusim.chip import load_chip
-from npusim.studies.validate.bands import band, band_cell
+from npusim.studies.validate.bands import band, band_cell, file_hash
 from npusim.studies.validate.fidelity import check
 
 
@@ -74,8 +74,23 @@ def _timed(run: CaseRun) -> bool:
 
 
 def run_band(run: CaseRun) -> dict | None:
-    """The error band of a timed run's kind (``npusim.studies.validate.bands``), or None."""
-    return band(run.case.name, run.chip) if _timed(run) else None
+    """The error band of a timed run's kind and kernels (``npusim.studies.validate.bands``),
+    or None."""
+    if not _timed(run):
+        return None
+    kernels = [(k.get("op_type", k["name"]), k["cycles"])
+               for k in run.result.stats.get("kernels", [])]
+    return band(run.case.name, run.chip, kernels=kernels or None)
+
+
+def chip_labels(runs: list) -> list:
+    """A header per run: the chip's name, with its file's short sha256 where two runs' chips
+    share a name, and a number where they share the file too."""
+    names = [r.chip.name for r in runs]
+    labels = [f"{n} ({file_hash(r.chip.path)[:8]})" if names.count(n) > 1 else n
+              for n, r in zip(names, runs, strict=True)]
+    return [f"{lab} #{labels[:i].count(lab) + 1}" if labels.count(lab) > 1 else lab
+            for i, lab in enumerate(labels)]
 
 
 def fidelity_text(run: CaseRun, m: dict | None = None) -> str:
@@ -189,7 +204,7 @@ def _peak(m: dict, buf: str) -> str:
 def compare_text(runs: list) -> list:
     """The side-by-side table as aligned text lines, then why any chip did not run."""
     rows = compare_rows(runs)
-    heads = [r.chip.name for r in runs]
+    heads = chip_labels(runs)
     width = max(len(label) for label, _ in rows) + 2
     cols = [max(len(heads[i]), *(len(cells[i]) for _, cells in rows)) + 2
             for i in range(len(runs))]
@@ -197,26 +212,28 @@ def compare_text(runs: list) -> list:
     for label, cells in rows:
         lines.append(label.ljust(width) + "".join(v.rjust(c) for v, c in zip(cells, cols,
                                                                                strict=True)))
-    lines += [f"{r.chip.name}: {r.error}" for r in runs if r.error]
-    lines += [f"{r.chip.name}: {name}: {text}" for r in runs for name, ok, text in r.checks
-              if not ok]
+    lines += [f"{head}: {r.error}" for head, r in zip(heads, runs, strict=True) if r.error]
+    lines += [f"{head}: {name}: {text}" for head, r in zip(heads, runs, strict=True)
+              for name, ok, text in r.checks if not ok]
     return lines + band_lines(runs) + fidelity_lines(runs)
 
 
 def band_lines(runs: list) -> list:
     """'chip: error band: ...' for every timed run (``npusim.studies.validate.bands``)."""
-    return [f"{r.chip.name}: error band: {b['text']}" for r in runs if (b := run_band(r))]
+    return [f"{head}: error band: {b['text']}"
+            for head, r in zip(chip_labels(runs), runs, strict=True) if (b := run_band(r))]
 
 
 def fidelity_lines(runs: list) -> list:
     """'chip: fidelity: ...' for every run the fidelity rule has something to say about."""
-    return [f"{r.chip.name}: fidelity: {text}" for r in runs if (text := fidelity_text(r))]
+    return [f"{head}: fidelity: {text}" for head, r in zip(chip_labels(runs), runs, strict=True)
+            if (text := fidelity_text(r))]
 
 
 def compare_markdown(runs: list) -> list:
     """The side-by-side table in Markdown; a chip that did not run says why in its column."""
     rows = compare_rows(runs)
-    lines = ["| | " + " | ".join(r.chip.name for r in runs) + " |",
+    lines = ["| | " + " | ".join(chip_labels(runs)) + " |",
              "|---|" + "---:|" * len(runs)]
     for label, cells in rows:
         if label == "status":

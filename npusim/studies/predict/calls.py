@@ -37,8 +37,9 @@ def call_label(call) -> str:
     return call.note or f"{call.op} {'x'.join(map(str, call.shape))}"
 
 
-def call_row(call, chip: str, rec, formats: str = "aclnn") -> dict:
-    """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet)."""
+def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None) -> dict:
+    """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet);
+    ``spec``: what the chip was loaded by (a name or TOML path), which its band checks."""
     row = {"call": call.index, "note": call.note, "label": call_label(call), "op": call.op,
            "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
            "params": call.params, "count": call.count, "chip": chip, "share": None,
@@ -50,8 +51,11 @@ def call_row(call, chip: str, rec, formats: str = "aclnn") -> dict:
         refused = "161002" in rec["error"] or "not supported" in rec["error"]
         return {**row, "status": "not supported" if refused else rec["status"],
                 "why": rec["error"]}
-    return {**row, **timed(rec, formats, call.count), "status": "ok",
-            "band": band(call.op, chip), "roofline": rec["bound"], "bound_us": rec["bound_us"],
+    times = timed(rec, formats, call.count)
+    mine = [(k["op_type"], k["us"]) for k in times["kernels"] if not k["left_out"]]
+    return {**row, **times, "status": "ok", "kernel_us": mine,
+            "band": band(call.op, spec or chip, kernels=mine), "roofline": rec["bound"],
+            "bound_us": rec["bound_us"],
             "bytes": rec["bytes"], "flops": rec["flops"], "busiest": busiest(rec),
             "peak_bytes": rec["peak_bytes"], "wall_s": rec["wall_s"]}
 

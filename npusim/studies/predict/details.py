@@ -64,9 +64,11 @@ def how_sure(result: dict) -> list:
                          Num(v["error"], "fraction", f"{v['error']:+.1%}")])
     return [("h2", "How sure: the measurements behind each band"),
             ("p", "A call's band is the worst error npusim has shown on the validation "
-                  "table's rows of the same operator on the same chip model (npusim "
-                  "validate), not a statistical interval; a total's band weights each call's "
-                  "band by its time. Rows per kind of call and chip:"),
+                  "table's rows of the same operator on the same shipped chip model that ran "
+                  "the call's kernels, none of them calibrated on (npusim validate); not a "
+                  "statistical interval. A band from fewer than 3 rows says so. A total's "
+                  "band weights each call's backed time by its band. Rows per kind of call "
+                  "and chip:"),
             ("table", "backing", head, rows)]
 
 

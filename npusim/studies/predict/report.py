@@ -121,7 +121,8 @@ def page(result: dict, figs: dict) -> str:
 
 def to_json(result: dict) -> str:
     wl = result["workload"]
-    data = {"workload": wl.name, "description": wl.description, "batch": wl.batch,
+    data = {"provenance": result.get("provenance"), "workload": wl.name,
+            "description": wl.description, "batch": wl.batch,
             "batch_unit": wl.batch_unit, "formats": wl.formats, "chips": result["chips"],
             "chip_specs": result["chip_specs"], "common_calls": result["common_calls"],
             "totals": result["totals"], "excluded": result["excluded"],

@@ -2,6 +2,7 @@
 chips on the calls all of them run), the calls left out of the comparison, and the comparison
 table with a column per chip and batch."""
 
+from npusim.face import provenance
 from npusim.studies.predict.blocks import (
     Num,
     call_list,
@@ -13,13 +14,16 @@ from npusim.studies.predict.blocks import (
     time_num,
     us,
 )
+from npusim.studies.validate.bands import band_cell, ratio_band
 
 
 def title(result: dict) -> list:
     wl = result["workload"]
     unit = f" ({wl.batch_unit})" if wl.batch_unit else ""
     batch = f", batch {wl.batch}{unit}" if wl.batch is not None else ""
-    return [("h1", f"Prediction: {wl.name}{batch}, formats {wl.formats}")]
+    made = [("p", f"Made by {provenance.line(result['provenance'])}.")] \
+        if result.get("provenance") else []
+    return [("h1", f"Prediction: {wl.name}{batch}, formats {wl.formats}"), *made]
 
 
 def scope(result: dict) -> list:
@@ -71,27 +75,47 @@ def _share(part: float, whole: float) -> str:
 
 
 def headline(result: dict) -> list:
-    """The headline table: each chip's time on the calls all chips run, its band, and how it
-    compares with the slowest; then the sentence, and the calls left out."""
+    """The headline table: each chip's time on the calls all chips run, its band ("no band"
+    first where no validation row backs it), and how it compares with the slowest, with the
+    band of that ratio; then the sentence, and the calls left out."""
     chips, totals, common = result["chips"], result["totals"], result["common_calls"]
-    slowest = max((totals[c]["total_us"] for c in chips), default=0.0)
+    slowest = max(chips, key=lambda c: totals[c]["total_us"], default=None)
     head = ["chip", "calls compared", "predicted time", "error band", "speed-up vs slowest"]
     rows = [[column(c, result["batch"]), str(len(common)), time_num(totals[c]["total_us"]),
-             totals[c]["band"]["text"] or "-",
-             Num(round(slowest / totals[c]["total_us"], 3), "x",
-                 f"{slowest / totals[c]['total_us']:.2f}x") if totals[c]["total_us"] else "-"]
+             totals[c]["band"]["text"] or "no band", _speedup_cell(totals, slowest, c)]
             for c in chips]
     blocks = [("h2", f"Headline: the {n(len(common), 'call')} all chips run"),
               ("table", "headline", head, rows)]
     if len(chips) >= 2 and common and all(totals[c]["total_us"] for c in chips):
         fast = min(chips, key=lambda c: totals[c]["total_us"])
-        others = ", ".join(f"{slowest_word(totals, fast, c)} {c}" for c in chips if c != fast)
+        others = ", ".join(f"{slowest_word(totals, fast, c)} {c} "
+                           f"({speedup_band(totals, fast, c)})" for c in chips if c != fast)
         blocks.append(("p", f"{fast} is the fastest on the {n(len(common), 'call')} every chip "
                             f"runs: {others}."))
     if result["excluded"]:
         blocks.append(("p", "Left out of the comparison (a chip does not run them): "
                        + "; ".join(_excluded_line(e) for e in result["excluded"]) + "."))
     return blocks
+
+
+def _speedup_cell(totals: dict, slowest, chip: str):
+    if slowest is None or not totals[chip]["total_us"]:
+        return "-"
+    ratio = totals[slowest]["total_us"] / totals[chip]["total_us"]
+    text = f"{ratio:.2f}x"
+    if chip != slowest:
+        text += f" ({speedup_band(totals, chip, slowest)})"
+    return Num(round(ratio, 3), "x", text)
+
+
+def speedup_band(totals: dict, fast: str, slow: str) -> str:
+    """'band 1.40-2.40x' for slow's time over fast's, each total anywhere in its band; 'no
+    band' where either total is not wholly backed by validation rows."""
+    span = ratio_band(totals[fast]["band"], totals[slow]["band"])
+    if span is None:
+        return "no band: not every call's time on both chips is backed by validation rows"
+    ratio = totals[slow]["total_us"] / totals[fast]["total_us"]
+    return f"band {ratio * span[0]:.2f}-{ratio * span[1]:.2f}x"
 
 
 def slowest_word(totals: dict, fast: str, other: str) -> str:
@@ -124,10 +148,7 @@ def comparison(result: dict) -> list:
 
 
 def _band(row: dict) -> str:
-    if row["status"] != "ok":
-        return "-"
-    b = row["band"]
-    return f"±{b['band']:.0%} ({n(b['rows'], 'row')})" if b["rows"] else "no row covers it"
+    return band_cell(row["band"]) if row["status"] == "ok" else "-"
 
 
 def not_modelled(result: dict) -> list:

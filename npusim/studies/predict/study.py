@@ -18,6 +18,7 @@ call runs on any of the chips is an NpusimError, not a prediction of 0 us.
 import os
 
 from npusim.errors import NpusimError
+from npusim.face import provenance
 from npusim.studies.executor import run_points
 from npusim.studies.predict.calls import call_row
 from npusim.studies.predict.calls import classify_record as classify  # noqa: F401 (sweep)
@@ -41,12 +42,13 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
     rows = [call_row(call, chip, None, wl.formats) for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
-        rows[i] = call_row(*pairs[i], rec, wl.formats)
+        rows[i] = call_row(*pairs[i], rec, wl.formats, spec=specs[pairs[i][1]])
     if not any(r["status"] == "ok" for r in rows):
         _none_ran(wl, list(specs), rows)
     result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,
               "formats": wl.formats, "rows": rows}
-    result.update(summarise(wl, list(specs), rows))
+    result.update(summarise(wl, list(specs), rows, specs))
+    result["provenance"] = provenance.stamp(specs.values())
     return result
 
 

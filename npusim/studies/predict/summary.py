@@ -19,9 +19,10 @@ from npusim.studies.predict.step_accounting import KINDS, count
 from npusim.studies.validate.bands import total_band
 
 
-def summarise(wl, chips: list, rows: list) -> dict:
+def summarise(wl, chips: list, rows: list, specs: dict | None = None) -> dict:
     common = common_calls(rows, chips)
-    totals = {chip: chip_totals(rows, chip, common) for chip in chips}
+    totals = {chip: chip_totals(rows, chip, common, (specs or {}).get(chip, chip))
+              for chip in chips}
     for r in rows:
         if r["status"] == "ok" and r["call"] in common and totals[r["chip"]]["total_us"]:
             r["share"] = r["total_us"] / totals[r["chip"]]["total_us"]
@@ -39,7 +40,7 @@ def common_calls(rows: list, chips: list) -> list:
     return sorted(c for c, on in ran.items() if on >= set(chips))
 
 
-def chip_totals(rows: list, chip: str, common: list) -> dict:
+def chip_totals(rows: list, chip: str, common: list, spec=None) -> dict:
     mine = [r for r in rows if r["chip"] == chip and r["status"] == "ok"]
     same = [r for r in mine if r["call"] in common]
     by_kernel, by_limit = {}, {}
@@ -49,7 +50,8 @@ def chip_totals(rows: list, chip: str, common: list) -> dict:
         for what, us in r["by_limit"].items():
             by_limit[what] = by_limit.get(what, 0.0) + us * r["count"]
     return {"total_us": sum(r["total_us"] for r in same), "calls": len(same),
-            "band": total_band([(r["op"], r["total_us"]) for r in same], chip),
+            "band": total_band([(r["op"], r["total_us"], r["kernel_us"]) for r in same],
+                               spec or chip),
             "excluded_us": sum(r["total_us"] for r in mine if r["call"] not in common),
             "missing": [r["call"] for r in rows if r["chip"] == chip and r["status"] != "ok"],
             "left_out_us": sum(r["left_out_us"] * r["count"] for r in same),
@@ -126,9 +128,9 @@ def backing(rows: list) -> list:
     errors = default_status()["errors"]
     seen, out = set(), []
     for r in rows:
-        if r["status"] != "ok" or (r["op"], r["chip"]) in seen:
+        if r["status"] != "ok" or (r["op"], r["chip"], r["band"]["text"]) in seen:
             continue
-        seen.add((r["op"], r["chip"]))
+        seen.add((r["op"], r["chip"], r["band"]["text"]))
         ids = r["band"]["ids"]
         out.append({"op": r["op"], "chip": r["chip"], "text": r["band"]["text"],
                     "rows": [{"id": i, "source": table[i].source,

@@ -14,6 +14,7 @@ on-chip bytes one core has live at once (the sum over its buffers), the Pareto f
 import json
 import os
 
+from npusim.face import provenance
 from npusim.studies.executor import PIPES
 from npusim.studies.sweep.store import key_of
 
@@ -98,6 +99,7 @@ def markdown(case, base: dict, rows: list, default: dict, best, fields: list) ->
     s = summary(rows, default, fields)
     shape = "x".join(map(str, base["shape"]))
     lines = [f"# Sweep of {case.aclnn} on {base['chip']}", "",
+             f"Made by {provenance.line(provenance.stamp([base['chip']]))}.", "",
              f"{base['dtype']}, shape {shape}, params {base['params'] or 'default'}; "
              f"{s['points']} points over {', '.join(fields)}: {s['ran']} ran, "
              f"{s['points'] - s['ran']} did not ({_why_not(s)}).", ""]
@@ -251,7 +253,7 @@ def write_report(store, case, base, rows, default, best, fields) -> None:
     data = {"op": case.name, "chip": base["chip"], "shape": base["shape"],
             "dtype": base["dtype"], "params": base["params"], "fields": fields,
             "default": default, "summary": summary(rows, default, fields), "rows": rows,
-            "pipes": list(PIPES)}
+            "pipes": list(PIPES), "provenance": provenance.stamp([base["chip"]])}
     store.write_text("sweep.json", json.dumps(data, indent=1, default=str) + "\n")
     store.write_text("sweep.md", markdown(case, base, rows, default, best, fields))
     for name, draw in (("sweep.png", lambda p: plot_time(rows, fields, p, case, base, default)),

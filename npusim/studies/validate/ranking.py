@@ -5,20 +5,24 @@ answer to that is each pair of rows that measured the same operator, chip model,
 and parameters under two tilings (CATLASS's default and tuned tiles of one GEMM). npusim's
 ratio of the two predicted times is held against the measured ratio: within ``TOLERANCE``
 (+-20%, set with the rows in issue 29, before the results) the pair ranks them right and
-sizes the gain. The 6144^3 plain and L2-aware rows are not a pair: they differ in block
-order, which npusim's convolution tiling cannot express, so they run one case.
+sizes the gain. Rows of one group (``Row.group``: measurements of one case that npusim
+predicts with one number, such as the 6144^3 plain and L2-aware block orders, which npusim's
+convolution tiling cannot express) are a pair too: npusim's ratio is 1.00x, so the pair shows
+what the model cannot tell apart.
 """
 
 TOLERANCE = 0.2
 
 
 def pairs(rows) -> list:
-    """(a, b) for every two counted rows of one case with different tilings, in table order."""
+    """(a, b) for every two counted rows of one case with different tilings, or of one group,
+    in table order."""
     groups = {}
     for r in rows:
         groups.setdefault(r.key()[:5], []).append(r)
     return [(a, b) for same in groups.values() for i, a in enumerate(same)
-            for b in same[i + 1:] if a.tiling != b.tiling and a.counted and b.counted]
+            for b in same[i + 1:] if (a.tiling != b.tiling or (a.group and a.group == b.group))
+            and a.counted and b.counted]
 
 
 def name(a, b) -> str:

@@ -11,6 +11,7 @@ and chip (``scatter_plot``).
 import csv
 import json
 
+from npusim.face import provenance
 from npusim.face.report import aligned
 from npusim.studies.validate import ranking
 from npusim.studies.validate.bands import band
@@ -32,37 +33,59 @@ def table_rows(result: dict) -> list:
         ok = x["status"] == "ok"
         out.append([r.id, f"{r.chip} ({r.model})", r.measurement, r.timed,
                     _us(x["measured_us"]), _us(x["predicted_us"]), _us(x["op_us"]),
-                    f"{x['error']:+.1%}" if ok else x["status"],
-                    f"+-{r.tolerance:.0%}" if r.counted else "not modelled",
+                    f"{x['error']:+.1%}" if ok else x["status"], f"+-{r.tolerance:.0%}",
                     _within(x) if ok else "-"])
     return out
 
 
 def _within(x: dict) -> str:
-    if not x["row"].counted:
-        return "not counted"
+    """yes or NO; "group" for a row counted with its group (the group's line says)."""
+    if x["row"].group:
+        return "group"
     return "yes" if x["within"] else "NO"
 
 
-def summary(result: dict) -> str:
-    text = (f"{result['ran']} counted rows ran, {result['within']} within tolerance; mean "
-            f"absolute error {result['mae']:.1%}")
+def summary_lines(result: dict) -> list:
+    """The figures: over the counted entries, then over every entry (the rows not modelled
+    included); a group counts once, against the mean of its rows' measurements."""
+    text = (f"counted: {result['ran']} entries ran, {result['within']} within tolerance; "
+            f"mean absolute error {result['mae']:.1%}")
     if result.get("missed"):
         text += f"; outside: {', '.join(result['missed'])}"
-    if result.get("not_modelled"):
-        text += f"; not modelled (not counted): {', '.join(result['not_modelled'])}"
-    return text
+    lines = [text]
+    every = result.get("all")
+    if every and result.get("not_modelled"):
+        lines.append(f"all rows: {every['ran']} entries ran (the not modelled rows too), "
+                     f"{every['within']} within tolerance; mean absolute error "
+                     f"{every['mae']:.1%}")
+    groups = [e for e in result.get("entries", []) if len(e["ids"]) > 1]
+    lines += [f"entry {e['entry']}: {' and '.join(e['ids'])} are one npusim prediction, "
+              f"counted once against the mean of their measurements: {e['error']:+.1%} "
+              f"({'within' if e['within'] else 'OUTSIDE'} +-{e['tolerance']:.0%})"
+              for e in groups]
+    return lines
+
+
+def _block(result: dict, rows: list) -> list:
+    cols = (0, 1, 4, 5, 6, 7, 8, 9)
+    cells = [[c[0], x["row"].model, *c[2:]] for c, x in zip(table_rows({"rows": rows}), rows,
+                                                              strict=True)]
+    return aligned([["row", "model", *(HEAD[i] for i in cols[2:])]]
+                   + [[c[i] for i in cols] for c in cells], range(2, len(cols)))
 
 
 def text_lines(result: dict) -> list:
-    """The table as aligned text: the short columns, then each row's measurement."""
-    cols = (0, 1, 4, 5, 6, 7, 8, 9)
-    cells = [[c[0], x["row"].model, *c[2:]] for c, x in zip(table_rows(result),
-                                                              result["rows"], strict=True)]
-    rows = [["row", "model", *(HEAD[i] for i in cols[2:])]] + [[c[i] for i in cols]
-                                                                 for c in cells]
-    lines = aligned(rows, range(2, len(cols)))
-    lines.append(summary(result))
+    """The table as aligned text: the counted rows, then the rows measuring what npusim does
+    not have (with their error and why), then the figures and the ranking pairs."""
+    counted = [x for x in result["rows"] if x["row"].counted]
+    apart = [x for x in result["rows"] if not x["row"].counted]
+    lines = _block(result, counted) if counted else []
+    if apart:
+        lines += ["not modelled: what these rows measured npusim does not have; each is run "
+                  "as the nearest case npusim has and shown with its error:"]
+        lines += [f"  {line}" for line in _block(result, apart)]
+        lines += [f"  {x['id']}: {x['row'].not_modelled}" for x in apart]
+    lines += summary_lines(result)
     lines += [f"  {x['id']}: {x['why']}" for x in result["rows"] if x["status"] != "ok"]
     return lines + ranking.lines(result.get("pairs", []))
 
@@ -70,8 +93,17 @@ def text_lines(result: dict) -> list:
 def markdown(result: dict) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * 4 + "---:|" * 6]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
-              for cells in table_rows(result)]
-    lines += ["", summary(result) + "."]
+              for cells, x in zip(table_rows(result), result["rows"], strict=True)
+              if x["row"].counted]
+    apart = [(c, x) for c, x in zip(table_rows(result), result["rows"], strict=True)
+             if not x["row"].counted]
+    if apart:
+        lines += ["", "Not modelled (npusim does not have what these rows measured; each run "
+                  "as the nearest case npusim has):", "",
+                  "| " + " | ".join(HEAD) + " | why |", "|" + "---|" * 4 + "---:|" * 6 + "---|"]
+        lines += ["| " + " | ".join(c.replace("|", "/") for c in [*cells, x["row"].not_modelled])
+                  + " |" for cells, x in apart]
+    lines += ["", *(f"{line}." for line in summary_lines(result))]
     pairs = ranking.lines(result.get("pairs", []))
     lines += ["", *(f"- {line}" for line in pairs)] if pairs else []
     lines += ["", "Sources and notes:", ""]
@@ -91,7 +123,9 @@ def records(result: dict) -> list:
                     "value": r.value, "unit": r.unit, "op": r.op, "shape": list(r.shape),
                     "dtype": r.dtype, "params": r.params, "compare": r.compare,
                     "kernel": r.kernel, "tiling": r.tiling, "tolerance": r.tolerance,
-                    "counted": r.counted, "not_modelled": r.not_modelled, "status": x["status"],
+                    "counted": r.counted, "not_modelled": r.not_modelled, "group": r.group,
+                    "kernels": list(r.kernels), "calibrated": r.calibrated,
+                    "status": x["status"],
                     "measured_us": x["measured_us"], "predicted_us": x["predicted_us"],
                     "op_us": x["op_us"], "error": x["error"], "within": x["within"],
                     "why": x["why"]})
@@ -101,7 +135,8 @@ def records(result: dict) -> list:
 def write_validation(result: dict, out) -> list:
     """validation.md, .csv, .json and .png into ``out`` (an OutputDir); the names written."""
     with open(out.file("validation.md"), "w", encoding="utf-8") as f:
-        f.write("# npusim against published measurements\n\n" + markdown(result))
+        f.write("# npusim against published measurements\n\n"
+                f"Made by {provenance.line(_stamp(result))}.\n\n" + markdown(result))
     data = records(result)
     with open(out.file("validation.csv"), "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(data[0]))
@@ -110,13 +145,18 @@ def write_validation(result: dict, out) -> list:
                           "params": json.dumps(d["params"]),
                           "tiling": json.dumps(d["tiling"])} for d in data)
     with open(out.file("validation.json"), "w", encoding="utf-8") as f:
-        json.dump({"rows": data, **{k: result[k] for k in ("mae", "ran", "within", "missed",
-                                                           "not_modelled", "pairs",
-                                                           "pairs_missed") if k in result}},
+        figs = ("mae", "ran", "within", "missed", "not_modelled", "all", "entries", "pairs",
+                "pairs_missed")
+        json.dump({"provenance": _stamp(result), "rows": data,
+                   **{k: result[k] for k in figs if k in result}},
                   f, indent=1)
         f.write("\n")
     plot_validation(result, out.file("validation.png"))
     return ["validation.md", "validation.csv", "validation.json", "validation.png"]
+
+
+def _stamp(result: dict) -> dict:
+    return provenance.stamp(dict.fromkeys(x["row"].model for x in result["rows"]))
 
 
 def plot_validation(result: dict, path) -> str:
@@ -170,7 +210,7 @@ def correlate_points(result: dict) -> list:
     for r in result["rows"]:
         if r["status"] != "ok":
             continue
-        b = band(r["op"], result["chip"])
+        b = band(r["op"], result.get("chip_spec") or result["chip"])
         name = r["op_type"] + (
             f" (band ±{b['band']:.0%})" if b["rows"] else " (no validation row)")
         points.append(Point(r["measured_us"], r["predicted_us"], r["line"], name, b["band"]))
