@@ -494,7 +494,7 @@ class DataCopyNd2Nz(GmMove):
 
     @property
     def rate_key(self) -> str:
-        return "gm_to_l1_bytes_per_cycle"
+        return "gm_to_l1_nd2nz_bytes_per_cycle"   # its own table, else the GM->L1 number
 
     def validate(self, chip) -> None:
         if not chip.has_gm_nd2nz:

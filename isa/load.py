@@ -193,7 +193,8 @@ class LoadData2D(Instr):
     def body(self, chip) -> float:
         """The bytes at the L0 side's rate; with ``load2d_startup_per_instruction`` the
         start-up too, so that back-to-back loads each pay it."""
-        own = self.moved_bytes() / getattr(chip, LOAD_DST[self.dst.kind])
+        nbytes = self.moved_bytes()
+        own = nbytes / chip.rate(LOAD_DST[self.dst.kind], nbytes)
         return own + chip.load2d_startup_cycles if chip.load2d_startup_per_instruction else own
 
     def execute(self) -> None:
