@@ -211,8 +211,9 @@ def test_a_table_is_interpolated_and_clamped():
     (lambda t: t.replace("2048,15.908", "2048,-1"), r"gm_to_ub\.csv:\d+: .*both positive"),
     (lambda t: t.replace("2048,15.908", "2048,x"), r"not 'transfer_bytes,gib_per_s'"),
     (lambda t: t.replace("# unit:", "# units:"), r"'# unit: \.\.\.' missing"),
-    (lambda t: t.replace("@065b75cc", "@main"), r"names no commit"),
-    (lambda t: t.replace("# scale: 1.000000", "# scale: 0"), r"scale = '0': must be a positive number"),
+    (lambda t: t.replace("@065b75cc", "@main"), "names no commit"),
+    (lambda t: t.replace("# scale: 1.000000", "# scale: 0"),
+     r"scale = '0': must be a positive number"),
     (lambda t: t.split("transfer_bytes,gib_per_s")[0] + "transfer_bytes,gib_per_s\n",
      r"no rows"),
 ])

@@ -15,6 +15,8 @@ time is that number:
   start-up on one block. An upper bound: the kernels' own work is not subtracted (npusim has no
   Conv2D forward kernel to simulate it); the chain does not say how it splits between TBE and
   TIK, so both kinds take the same figure;
+- ``vector.cost``: msKPP's measured vector instruction tables (``models/costs/910b/vector.csv``)
+  for every class they cover (``npusim/studies/validate/vector_costs.py``);
 - ``mte.load3d_l0b_bytes_per_cycle``: asc-devkit's documented Load3Dv2 L1->L0B peak (a range
   of 28.4-128 B/cycle whose selector the page leaves to the layout; the peak is taken, no
   measurement exists).
@@ -32,6 +34,7 @@ import sys
 import numpy as np
 
 from npusim.chip import Chip, load_chip
+from npusim.studies.validate import vector_costs
 
 A2_MODELS = ("atlas-a2", "atlas-a2-910b1", "atlas-a2-910b3", "atlas-a2-910b4")
 MATMUL_US = 1.91
@@ -95,6 +98,11 @@ def report(names=A2_MODELS) -> tuple[list[str], int]:
             lines.append(f"  {key} = {value} ({value / chip.clock_hz * 1e6:.3f} us)"
                          if key.endswith("cycles") else f"  {key} = {value}")
             lines[-1] += f"  [models/: {held}{'' if same else ' DIFFERS'}]  from {source}"
+        same = vector_costs.derive(chip.cost) == chip.cost
+        off += not same
+        lines.append(f"  vector.cost: {len(vector_costs.measured_classes())} classes from "
+                     f"{vector_costs.TABLE} (msKPP), the rest PTO-VEC  [models/: "
+                     f"{'holds them' if same else 'DIFFERS'}]")
     return lines, off
 
 
