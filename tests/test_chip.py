@@ -106,7 +106,7 @@ def test_missing_file_is_a_chip_model_error(tmp_path):
 
 def test_vector_cost_falls_back_to_f32():
     c = npusim.load_chip("atlas-a2")
-    assert c.vector_cost("exp", "f16") == (12.0, 3.99)
+    assert c.vector_cost("exp", "f16") == (0.07, 3.89)   # msKPP VEXP FP16
     assert c.vector_cost("div", "int") == c.vector_cost("div", "f32")
     assert re.search("no vector cost", _raises(lambda: c.vector_cost("fly", "f32")))
 
@@ -125,12 +125,12 @@ def _raises(fn) -> str:
     (lambda t: t.replace("ub_to_gm_atomic_bytes_per_cycle = 32.9",
                          "ub_to_gm_atomic_bytes_per_cycle = nan"),
      r"mte\.ub_to_gm_atomic_bytes_per_cycle must be a finite"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [nan, 2.07]"),
-     r"vector\.cost\.add\.f16 = \[nan, 2\.07\]"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [5.93, inf]"),
-     r"vector\.cost\.add\.f16 = \[5\.93, inf\]"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", 'add = { f16 = [5.93, "x"]'),
-     r"vector\.cost\.add\.f16 = \[5\.93, 'x'\]: must be"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [nan, 2.0]"),
+     r"vector\.cost\.add\.f16 = \[nan, 2\.0\]"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [4.06, inf]"),
+     r"vector\.cost\.add\.f16 = \[4\.06, inf\]"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", 'add = { f16 = [4.06, "x"]'),
+     r"vector\.cost\.add\.f16 = \[4\.06, 'x'\]: must be"),
     (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1024"), r"ub_bytes .* smallest tiling"),
     (lambda t: t.replace("l1_bytes = 524288", "l1_bytes = 4096"), r"l1_bytes .* smallest tiling"),
     (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1099511627776"),
@@ -145,9 +145,9 @@ def test_non_finite_tiny_or_huge_values_are_refused(tmp_path, edit, message):
 
 
 def test_a_bad_cost_entry_names_the_key_not_the_whole_table(tmp_path):
-    path = write(tmp_path, A2.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [-1, 2.07]"))
+    path = write(tmp_path, A2.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [-1, 2.0]"))
     message = _raises(lambda: npusim.load_chip(path))
-    assert "vector.cost.add.f16 = [-1, 2.07]" in message
+    assert "vector.cost.add.f16 = [-1, 2.0]" in message
     assert "exp" not in message and len(message) < 300
 
 
