@@ -34,10 +34,12 @@ k·dst_nz_c0_stride·32`` bytes. A short last block is zero-padded to 32 bytes. 
 NZ fractals are not written.
 
 Costs (hardware.md 2.2): FixPipe to GM: head ``fixpipe_startup_cycles``, body burst-rounded GM
-bytes / ``l0c_to_gm_bytes_per_cycle`` (GmMove; the engine adds shared GM bandwidth); to L1:
-output elements (whole 16-wide blocks) / ``fixpipe_elements_per_cycle``. L0C -> UB:
+bytes / ``l0c_to_gm_bytes_per_cycle`` at that size (``Chip.rate``: msKPP's measured L0C->GM
+table on the A2 models; GmMove, the engine adds shared GM bandwidth); to L1: output elements
+(whole 16-wide blocks) / ``fixpipe_elements_per_cycle``. L0C -> UB:
 ``local_move_startup_cycles`` + bytes / ``l0c_to_ub_bytes_per_cycle``. ND2NZ: GM latency +
-burst-rounded bytes (each source row one GM block) / ``gm_to_l1_bytes_per_cycle``.
+burst-rounded bytes (each source row one GM block) / ``gm_to_l1_nd2nz_bytes_per_cycle`` at
+that size (msKPP's GM->L1 with ND->NZ table; a chip without it: ``gm_to_l1_bytes_per_cycle``).
 
 Not modelled: quantisation modes (DEQF16, QF322B8_PRE, REQ8, vector quant tensors), channel
 split / merge, unitFlag, NZ2ND into L1 and L0C -> UB on A2 (dav-3510 only), saturation modes.
@@ -494,7 +496,7 @@ class DataCopyNd2Nz(GmMove):
 
     @property
     def rate_key(self) -> str:
-        return "gm_to_l1_bytes_per_cycle"
+        return "gm_to_l1_nd2nz_bytes_per_cycle"   # its own table, else the GM->L1 number
 
     def validate(self, chip) -> None:
         if not chip.has_gm_nd2nz:

@@ -26,12 +26,14 @@ the map where the window still covers it and padding elsewhere. Only the rows an
 for are written; the padding of the last fractals keeps its bytes.
 
 Costs (PERF-LOAD, hardware.md 2.2): head ``load2d_startup_cycles`` / ``load3d_startup_cycles``,
-body bytes written / ``l1_to_l0a_bytes_per_cycle`` or ``l1_to_l0b_bytes_per_cycle`` (2D) or
+body bytes written / ``l1_to_l0a_bytes_per_cycle`` or ``l1_to_l0b_bytes_per_cycle`` (2D; at
+that size, ``Chip.rate``: msKPP's measured L1->L0A/L0B tables on the A2 models) or
 ``load3d_bytes_per_cycle`` / ``load3d_l0b_bytes_per_cycle`` (3D to L0A / L0B; whole 512-byte
 fractals; PERF-LOAD gives a range for each, 32-256 and 28.4-128 B/cycle, without saying what
 selects the rate, so one rate per destination is taken). On a chip with
-``load2d_startup_per_instruction`` (the Atlas A2 models) every LoadData2D pays its start-up,
-back to back too: it is part of the body there, not a head (docs/modelling/fidelity.md, item 9).
+``load2d_startup_per_instruction`` every LoadData2D pays its start-up, back to back too: it is
+part of the body there, not a head (no shipped model sets it since issue 38: msKPP's tables
+stream LoadData2D without it).
 
 Not modelled: GM -> L0A/L0B and GM -> L1 LoadData, LoadDataWithTranspose, load3d v1 (the Atlas
 training instruction: the same img2col with another parameter encoding, so npusim accepts v2 on
@@ -193,7 +195,8 @@ class LoadData2D(Instr):
     def body(self, chip) -> float:
         """The bytes at the L0 side's rate; with ``load2d_startup_per_instruction`` the
         start-up too, so that back-to-back loads each pay it."""
-        own = self.moved_bytes() / getattr(chip, LOAD_DST[self.dst.kind])
+        nbytes = self.moved_bytes()
+        own = nbytes / chip.rate(LOAD_DST[self.dst.kind], nbytes)
         return own + chip.load2d_startup_cycles if chip.load2d_startup_per_instruction else own
 
     def execute(self) -> None:

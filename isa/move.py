@@ -2,7 +2,9 @@
 
 GM moves (``GmMove`` subclasses) are described as ``block_count`` blocks of ``block_len`` bytes,
 ``stride`` bytes apart on the GM side. Their cost on their own pipe is the GM latency (head,
-charged only when the pipe was idle) plus the bytes charged over the core's rate for the path.
+charged only when the pipe was idle) plus the bytes charged over the core's rate for the path
+at that transfer size (``Chip.rate``: the measured table of the path where the chip model has
+one, msKPP's single-core rate against the bytes one instruction moves, else its number).
 Bytes are charged in whole bursts: each block is rounded out to ``gm_burst_bytes`` boundaries,
 so small and unaligned moves cost what they cost on the chip (HWC-2201). The engine adds the
 shared HBM/L2 bandwidth on top (see ``npusim/engine/bandwidth.py``).
@@ -71,7 +73,7 @@ def _set_route(inst) -> None:
 
 
 def check_path(chip, rate_key: str, what: str) -> None:
-    if getattr(chip, rate_key) <= 0:
+    if chip.rate(rate_key, 1) <= 0:
         raise NpusimError(f"{what}: chip {chip.name!r} has no such path ({rate_key} = 0)")
 
 
@@ -108,7 +110,8 @@ class GmMove(Instr):
         return chip.gm_latency_cycles
 
     def body(self, chip) -> float:
-        return self.charged_bytes(chip) / getattr(chip, self.rate_key)
+        nbytes = self.charged_bytes(chip)
+        return nbytes / chip.rate(self.rate_key, nbytes)
 
     def validate(self, chip) -> None:
         check_path(chip, self.rate_key, self.name)
@@ -179,7 +182,7 @@ class DataCopy(GmMove):
         check_path(chip, self.rate_key, self.name)
         charged = burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
         object.__setattr__(self, "timing",
-                           (chip, charged, charged / getattr(chip, self.rate_key)))
+                           (chip, charged, charged / chip.rate(self.rate_key, charged)))
 
     def charged_bytes(self, chip) -> int:
         timing = self.timing
@@ -191,7 +194,8 @@ class DataCopy(GmMove):
         timing = self.timing
         if timing[0] is chip:
             return timing[2]
-        return self.charged_bytes(chip) / getattr(chip, self.rate_key)
+        nbytes = self.charged_bytes(chip)
+        return nbytes / chip.rate(self.rate_key, nbytes)
 
     def execute(self) -> None:
         if not self.block_count or not self.block_len:
@@ -264,7 +268,8 @@ class LocalCopy(Instr):
         return chip.local_move_startup_cycles
 
     def body(self, chip) -> float:
-        return self.block_count * self.block_len / getattr(chip, self.rate_key)
+        nbytes = self.block_count * self.block_len
+        return nbytes / chip.rate(self.rate_key, nbytes)
 
     def execute(self) -> None:
         if self.block_count and self.block_len:

@@ -10,6 +10,10 @@ Two keys are optional, with the defaults of the chips that came first: ``memory.
 bandwidth) and ``features.has_inter_core_sync`` (true: SyncAll, and cross-core flags where the
 chip has flag ids; false on the Atlas inference series, whose cores cannot synchronise).
 
+A ``[tables]`` section names measured cost tables (``npusim/cost_tables.py``): for a data
+path's rate key, a CSV of the rate against transfer size with its source; ``Chip.rate(key,
+nbytes)`` interpolates it, and the path's ``[mte]`` number becomes the table's plateau.
+
 Loading checks: unknown keys, missing keys, wrong types, non-positive sizes, unsourced numbers
 and inconsistent values are a ``ChipModelError`` naming the file and the key. The loaded ``Chip``
 is flat: every key is an attribute (``chip.ub_bytes``), keys being unique across sections.
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from npusim.cost_tables import TABLE_ONLY, load_tables
 from npusim.errors import ChipModelError, NpusimError
 
 
@@ -63,7 +68,8 @@ SCHEMA: dict[str, dict[str, type]] = {
                "cost": dict},
     "scalar": {"issue_cycles": int, "op_cycles": int, "queue_depth": int},
     "launch": {"kernel_start_cycles": int, "kernel_start_per_block_cycles": int,
-               "tbe_kernel_start_cycles": int, "kernel_gap_cycles": int,
+               "tbe_kernel_start_cycles": int, "tik_kernel_start_cycles": int,
+               "kernel_gap_cycles": int,
                "tiling_line_bytes": int},
     "sync": {"flag_cycles": int, "event_ids": int, "cross_core_flag_cycles": int,
              "sync_all_cycles": int, "cross_core_flag_ids": int},
@@ -75,7 +81,8 @@ OPTIONAL = {"memory_kind": "HBM", "has_inter_core_sync": True,
             "load2d_startup_per_instruction": False}
 # Keys a model may leave out that then take another key's value (what the chips before them
 # charged); the other key's source covers them.
-SAME_AS = {"load3d_l0b_bytes_per_cycle": "load3d_bytes_per_cycle"}
+SAME_AS = {"load3d_l0b_bytes_per_cycle": "load3d_bytes_per_cycle",
+           "tik_kernel_start_cycles": "tbe_kernel_start_cycles"}
 MEMORY_KINDS = ("HBM", "LPDDR4X")
 NON_NEGATIVE = {"aiv_per_ai_core", "gm_latency_cycles", "head_cycles", "b32_cycles_per_fractal",
                 "l0c_to_gm_bytes_per_cycle", "fixpipe_startup_cycles",
@@ -141,6 +148,14 @@ class Chip:
     @property
     def l2_bytes_per_cycle(self) -> float:
         return self.l2_bytes_per_s / self.clock_hz
+
+    def rate(self, key: str, nbytes: float) -> float:
+        """Bytes per cycle of one instruction moving ``nbytes`` on the path of rate ``key``:
+        the measured table's rate at that size where the model has one, else the number."""
+        table = self.values["rate_tables"].get(key)
+        if table is not None:
+            return table.rate(nbytes)
+        return self.values[TABLE_ONLY.get(key, key)]
 
     def vector_cost(self, op: str, cost_class: str) -> tuple[float, float]:
         """(startup cycles, cycles per 256-byte repeat) of a vector instruction."""
@@ -225,10 +240,34 @@ def _load(path: str) -> Chip:
     sources = raw.pop("sources", None)
     if not isinstance(sources, dict):
         raise ChipModelError(f"{path}: missing [sources] table naming each number's source")
+    tables = _tables(path, raw, sources)
     values = _flatten(path, raw)
+    values["rate_tables"] = tables
     _check_sources(path, raw, _flat_sources(sources))
     _check_consistency(path, values)
     return Chip(path=path, sources=sources, values=values)
+
+
+def _tables(path: str, raw: dict, sources: dict) -> dict:
+    """The measured rate tables of ``[tables]`` (``npusim/cost_tables.py``). A path with a
+    table takes no ``[mte]`` number and no [sources] entry: its number becomes the table's
+    plateau (the rate of its largest transfer), its source the table's header."""
+    rate_keys = {k for k in SCHEMA["mte"] if k.endswith("_bytes_per_cycle")}
+    tables = load_tables(path, raw.pop("tables", {}), rate_keys)
+    mte = raw.get("mte")
+    for key, table in tables.items():
+        if key not in rate_keys:
+            continue
+        if isinstance(mte, dict) and key in mte:
+            raise ChipModelError(f"{path}: mte.{key} is given and tables.{key} too; a "
+                                 "measured path takes its table only")
+        if f"mte.{key}" in sources:
+            raise ChipModelError(f"{path}: sources.mte.{key}: the table {table.file} is its "
+                                 "source (its header); remove the entry")
+        if isinstance(mte, dict):
+            mte[key] = table.plateau
+            sources[f"mte.{key}"] = table.source_line()
+    return tables
 
 
 def _flatten(path: str, raw: dict) -> dict:

@@ -6,6 +6,7 @@ from npusim.dsl import (
     HardEvent,
     Kernel,
     Pipe,
+    TBuf,
     TPosition,
     TQue,
     cross_core_set_flag,
@@ -15,9 +16,12 @@ from npusim.dsl import (
     get_block_num,
     get_sub_block_idx,
     is_aiv,
+    pipe_barrier,
+    set_flag,
     sync_all,
     wait_flag,
 )
+from npusim.dsl.vector import add
 from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 
@@ -131,3 +135,27 @@ class MissingDequeWait(CopyKernel):
             self.que.free_tensor(t)
         for i in range(self.tiles):   # balance the sets the missing waits left behind
             wait_flag(HardEvent.MTE2_MTE3, self.que.slots[i % len(self.que.slots)].fwd_id)
+
+
+class BarrierAfterFlagKernel(Kernel):
+    """Issue 38 item 6: V waits on MTE2's flag, then adds; PipeBarrier(ALL); MTE3 copies the
+    sum out. The barrier must hold MTE3 until the Add (which starts only after the flag's
+    delay) has run, or the copy reads the sum before it is written."""
+
+    core_type = "aiv"
+
+    def init(self, x, z, n):
+        self.x, self.z, self.n = x, z, n
+        self.xb, self.yb = TBuf(TPosition.VECCALC, name="xBuf"), TBuf(TPosition.VECCALC,
+                                                                       name="yBuf")
+        self.pipe.init_buffer(self.xb, n * x.dtype.itemsize)
+        self.pipe.init_buffer(self.yb, n * x.dtype.itemsize)
+
+    def process(self):
+        xl, yl = self.xb.get(self.x.dtype), self.yb.get(self.x.dtype)
+        data_copy(xl, self.x[0], self.n)
+        set_flag(HardEvent.MTE2_V, 0)
+        wait_flag(HardEvent.MTE2_V, 0)
+        add(yl, xl, xl, self.n)
+        pipe_barrier(Pipe.ALL)
+        data_copy(self.z[0], yl, self.n)

@@ -106,7 +106,7 @@ def test_missing_file_is_a_chip_model_error(tmp_path):
 
 def test_vector_cost_falls_back_to_f32():
     c = npusim.load_chip("atlas-a2")
-    assert c.vector_cost("exp", "f16") == (12.0, 3.99)
+    assert c.vector_cost("exp", "f16") == (0.07, 3.89)   # msKPP VEXP FP16
     assert c.vector_cost("div", "int") == c.vector_cost("div", "f32")
     assert re.search("no vector cost", _raises(lambda: c.vector_cost("fly", "f32")))
 
@@ -122,14 +122,15 @@ def _raises(fn) -> str:
     (lambda t: t.replace("clock_hz = 1.8e9", "clock_hz = inf"), r"chip\.clock_hz must be a finite"),
     (lambda t: t.replace("hbm_bytes_per_s = 1.6e12", "hbm_bytes_per_s = inf"),
      r"memory\.hbm_bytes_per_s must be a finite"),
-    (lambda t: t.replace("gm_to_ub_bytes_per_cycle = 58.6", "gm_to_ub_bytes_per_cycle = nan"),
-     r"mte\.gm_to_ub_bytes_per_cycle must be a finite"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [nan, 2.07]"),
-     r"vector\.cost\.add\.f16 = \[nan, 2\.07\]"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [5.93, inf]"),
-     r"vector\.cost\.add\.f16 = \[5\.93, inf\]"),
-    (lambda t: t.replace("add = { f16 = [5.93, 2.07]", 'add = { f16 = [5.93, "x"]'),
-     r"vector\.cost\.add\.f16 = \[5\.93, 'x'\]: must be"),
+    (lambda t: t.replace("ub_to_gm_atomic_bytes_per_cycle = 32.9",
+                         "ub_to_gm_atomic_bytes_per_cycle = nan"),
+     r"mte\.ub_to_gm_atomic_bytes_per_cycle must be a finite"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [nan, 2.0]"),
+     r"vector\.cost\.add\.f16 = \[nan, 2\.0\]"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [4.06, inf]"),
+     r"vector\.cost\.add\.f16 = \[4\.06, inf\]"),
+    (lambda t: t.replace("add = { f16 = [4.06, 2.0]", 'add = { f16 = [4.06, "x"]'),
+     r"vector\.cost\.add\.f16 = \[4\.06, 'x'\]: must be"),
     (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1024"), r"ub_bytes .* smallest tiling"),
     (lambda t: t.replace("l1_bytes = 524288", "l1_bytes = 4096"), r"l1_bytes .* smallest tiling"),
     (lambda t: t.replace("ub_bytes = 196608", "ub_bytes = 1099511627776"),
@@ -144,9 +145,9 @@ def test_non_finite_tiny_or_huge_values_are_refused(tmp_path, edit, message):
 
 
 def test_a_bad_cost_entry_names_the_key_not_the_whole_table(tmp_path):
-    path = write(tmp_path, A2.replace("add = { f16 = [5.93, 2.07]", "add = { f16 = [-1, 2.07]"))
+    path = write(tmp_path, A2.replace("add = { f16 = [4.06, 2.0]", "add = { f16 = [-1, 2.0]"))
     message = _raises(lambda: npusim.load_chip(path))
-    assert "vector.cost.add.f16 = [-1, 2.07]" in message
+    assert "vector.cost.add.f16 = [-1, 2.0]" in message
     assert "exp" not in message and len(message) < 300
 
 
@@ -179,3 +180,61 @@ def test_an_input_larger_than_the_host_is_refused_before_allocating():
     huge = np.broadcast_to(np.zeros(1, np.float16), (n,))   # no memory until made contiguous
     with pytest.raises(npusim.OutOfMemoryError, match="host"):
         npusim.ops.silu_backward(huge, huge, chip="atlas-a2", mode="functional")
+
+
+# -- measured cost tables (npusim/cost_tables.py) ---------------------------------------------
+
+TABLE = (models_dir() / "costs" / "910b" / "gm_to_ub.csv").read_text()
+
+
+def with_table(tmp_path, text, model_edit=lambda t: t):
+    (tmp_path / "costs" / "910b").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "costs" / "910b" / "gm_to_ub.csv").write_text(text)
+    return write(tmp_path, model_edit(A2))
+
+
+def test_a_table_is_interpolated_and_clamped():
+    c = npusim.load_chip("atlas-a2")
+    t = c.rate_tables["gm_to_ub_bytes_per_cycle"]
+    gib = 2**30 / 1.8e9
+    assert t.rate(1024) == pytest.approx(7.93008 * gib)           # first row
+    assert t.rate(100) == t.rate(1024)                             # clamped below
+    assert t.rate(1 << 30) == t.plateau == c.gm_to_ub_bytes_per_cycle   # clamped above
+    mid = (t.rate(1024) + t.rate(2048)) / 2
+    assert c.rate("gm_to_ub_bytes_per_cycle", 1536) == pytest.approx(mid)
+    assert c.rate("ub_to_gm_atomic_bytes_per_cycle", 1536) == c.ub_to_gm_atomic_bytes_per_cycle
+    assert "GM_TO_UB_910b3" in c.sources["mte.gm_to_ub_bytes_per_cycle"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("2048,", "512,", 1), r"gm_to_ub\.csv:\d+: transfer_bytes 512 not above"),
+    (lambda t: t.replace("2048,15.908", "2048,-1"), r"gm_to_ub\.csv:\d+: .*both positive"),
+    (lambda t: t.replace("2048,15.908", "2048,x"), r"not 'transfer_bytes,gib_per_s'"),
+    (lambda t: t.replace("# unit:", "# units:"), r"'# unit: \.\.\.' missing"),
+    (lambda t: t.replace("@065b75cc", "@main"), "names no commit"),
+    (lambda t: t.replace("# scale: 1.000000", "# scale: 0"),
+     r"scale = '0': must be a positive number"),
+    (lambda t: t.split("transfer_bytes,gib_per_s")[0] + "transfer_bytes,gib_per_s\n",
+     r"no rows"),
+])
+def test_a_bad_cost_table_is_refused_with_its_line(tmp_path, edit, message):
+    path = with_table(tmp_path, edit(TABLE))
+    with pytest.raises(ChipModelError, match=message):
+        npusim.load_chip(path)
+
+
+def test_a_path_takes_its_table_or_its_number_not_both(tmp_path):
+    both = with_table(tmp_path, TABLE, lambda t: t.replace(
+        "[mte]\n", "[mte]\ngm_to_ub_bytes_per_cycle = 58.6\n"))
+    assert "tables.gm_to_ub_bytes_per_cycle too" in _raises(lambda: npusim.load_chip(both))
+    bad = write(tmp_path, A2.replace('gm_to_ub_bytes_per_cycle = "costs/910b/gm_to_ub.csv"',
+                                     'gm_to_ub_bytes_per_cycle = "costs/910b/absent.csv"'))
+    assert "no such cost table file" in _raises(lambda: npusim.load_chip(bad))
+    odd = write(tmp_path, A2.replace("[tables]\n", '[tables]\nfly_bytes_per_cycle = "x.csv"\n'))
+    assert "tables.fly_bytes_per_cycle names no data path" in _raises(
+        lambda: npusim.load_chip(odd))
+
+
+def test_an_edited_copy_of_a_shipped_model_keeps_its_tables(tmp_path):
+    c = npusim.load_chip(write(tmp_path, A2))
+    assert c.rate_tables.keys() == npusim.load_chip("atlas-a2").rate_tables.keys()

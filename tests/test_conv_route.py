@@ -73,13 +73,15 @@ def test_dw_v2_errors_say_what_is_allowed():
                                  chip="atlas-training", tiling={"dw_v2": True}, numerics=False)
 
 
-def test_tbe_kernels_pay_the_tbe_start_up():
+def test_tbe_and_tik_kernels_pay_their_start_ups():
     r, _ = conv3d(numerics=False)
     c = r.chip
+    kinds = {"TransData": "tik", "MemSet": "tik", "Conv3DBackpropFilter": "tbe"}
     for k in r.stats["kernels"]:
-        tbe = k["op_type"] in ("TransData", "MemSet", "Conv3DBackpropFilter")
-        assert k["impl"] == ("tbe" if tbe else "ascendc")
-        fixed = c.tbe_kernel_start_cycles if tbe else c.kernel_start_cycles
+        impl = kinds.get(k["op_type"], "ascendc")
+        assert k["impl"] == impl
+        fixed = {"tik": c.tik_kernel_start_cycles, "tbe": c.tbe_kernel_start_cycles,
+                 "ascendc": c.kernel_start_cycles}[impl]
         assert k["launch_cycles"] == fixed + c.kernel_start_per_block_cycles * k["blocks"]
     v2, _ = conv3d(numerics=False, tiling={"dw_v2": True})
     assert {k["op_type"]: k["impl"] for k in v2.stats["kernels"]}["Conv3DBackpropFilterV2"] \

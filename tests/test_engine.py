@@ -5,7 +5,14 @@ import time
 import numpy as np
 import pytest
 
-from kernels import HandOffKernel, MissingDequeWait, RotateKernel, WaitWithoutSet, run_copy
+from kernels import (
+    BarrierAfterFlagKernel,
+    HandOffKernel,
+    MissingDequeWait,
+    RotateKernel,
+    WaitWithoutSet,
+    run_copy,
+)
 from npusim import load_chip
 from npusim.dsl import Kernel, TPosition, TQue, set_flag
 from npusim.engine.launch import launch
@@ -42,14 +49,17 @@ def test_many_cores_never_beat_hbm(chip_name, cores):
 def test_one_core_is_limited_by_its_own_mte_rate():
     chip = load_chip("atlas-a2")
     r = run_stream(block_dim=1, per_core_bytes=8 << 20)
-    assert r.cycles >= (8 << 20) / chip.gm_to_ub_bytes_per_cycle
+    assert r.cycles >= (8 << 20) / chip.gm_to_ub_bytes_per_cycle   # the table's plateau
 
 
 def test_small_unaligned_moves_pay_whole_bursts():
     chip = load_chip("atlas-a2")
     aligned, _ = run_copy(block_dim=1, tiles=1, tile=256, numerics=False, slack=16)
     shifted, _ = run_copy(block_dim=1, tiles=1, tile=256, numerics=False, slack=16, offset_bug=16)
-    extra = chip.gm_burst_bytes / chip.gm_to_ub_bytes_per_cycle
+    nbytes = 256 * 2     # one 512-byte tile, one burst more when shifted
+    key = "gm_to_ub_bytes_per_cycle"
+    extra = (nbytes + chip.gm_burst_bytes) / chip.rate(key, nbytes + chip.gm_burst_bytes) \
+        - nbytes / chip.rate(key, nbytes)
     assert shifted.cycles - aligned.cycles == pytest.approx(extra, abs=1)
 
 
@@ -189,3 +199,24 @@ def test_jitter_keeps_outputs_bit_identical(chip_name, seed):
     jittered, _ = run_copy(chip_name, jitter=(seed, 50.0))
     assert np.array_equal(jittered.outputs["z"], base.outputs["z"])
     assert jittered.cycles != base.cycles
+
+
+@pytest.mark.parametrize("chip_name", ["atlas-a2", "atlas-training"])
+def test_barrier_waits_for_an_instruction_held_by_its_flag_delay(chip_name):
+    """Issue 38 item 6: a pipe that took an instruction from its queue but has not started it
+    (waiting out a flag's delay) is not idle: PipeBarrier(ALL) must wait for it. With the
+    sanitizer off nothing else catches the copy reading the sum before it is written."""
+    n = 2048
+    x0 = (np.arange(n) % 97).astype(np.float16)
+    gm = GlobalMemory()
+    x, z = gm.tensor("x", np.float16, n, x0), gm.tensor("z", np.float16, n)
+    r = launch(BarrierAfterFlagKernel, chip=chip_name, block_dim=1, gm=gm,
+               args=dict(x=x, z=z, n=n), outputs={"z": (z, (n,))}, mode="timed",
+               sanitize=False, trace=True)
+    np.testing.assert_array_equal(r.outputs["z"], x0 + x0)
+    records = [(pipe, inst.name, start, end)
+               for _, pipe, inst, _, start, end in r.tracer.records]
+    add_end = max(end for pipe, name, _, end in records if name == "add")
+    copy_start = min(start for pipe, name, start, _ in records
+                     if pipe == "MTE3" and name == "data_copy")
+    assert copy_start >= add_end

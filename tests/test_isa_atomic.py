@@ -51,7 +51,7 @@ def test_adds_into_gm(chip_name, mode):
 
 def test_cost_is_the_atomic_rate_from_the_model(chip_name):
     chip = npusim.load_chip(chip_name)
-    assert 0 < chip.ub_to_gm_atomic_bytes_per_cycle < chip.ub_to_gm_bytes_per_cycle
+    assert 0 < chip.ub_to_gm_atomic_bytes_per_cycle < chip.ub_to_gm_bytes_per_cycle  # plateau
     gm = GlobalMemory()
     out = gm.tensor("out", "float32", 1024)
     from npusim.engine.memory import Buffer, LocalTensor

@@ -499,11 +499,14 @@ def test_load_costs():
     src = core.t("L1", 0, np.float16, 64 * 256)
     la = LoadData2D(dst=core.t("L0A", 0, np.float16, 1), src=src, repeat_times=16)
     lb = LoadData2D(dst=core.t("L0B", 0, np.float16, 1), src=src, repeat_times=16)
-    # Atlas A2: every LoadData2D pays its 28-cycle start-up in its body (paid back to back too)
-    assert A2.load2d_startup_per_instruction
-    assert (la.head(A2), la.body(A2)) == (0, 28 + 16 * 512 / 256)
-    assert lb.body(A2) == 28 + 16 * 512 / A2.l1_to_l0b_bytes_per_cycle == 28 + 64
-    # elsewhere only when MTE1 was idle: the head
+    # Atlas A2: the measured table's rate at 8 KiB (msKPP L1_TO_L0A/L0B), the 28-cycle
+    # start-up only when MTE1 was idle (the head)
+    assert not A2.load2d_startup_per_instruction
+    for load, key in ((la, "l1_to_l0a_bytes_per_cycle"), (lb, "l1_to_l0b_bytes_per_cycle")):
+        assert (load.head(A2), load.body(A2)) == (28, 8192 / A2.rate(key, 8192))
+    assert 200 < A2.rate("l1_to_l0a_bytes_per_cycle", 8192) < 256
+    assert 100 < A2.rate("l1_to_l0b_bytes_per_cycle", 8192) < 128
+    # Atlas training: no table, the model's number
     assert not TRAINING.load2d_startup_per_instruction
     assert (la.head(TRAINING), la.body(TRAINING)) == (
         TRAINING.load2d_startup_cycles, 16 * 512 / TRAINING.l1_to_l0a_bytes_per_cycle)
@@ -514,7 +517,7 @@ def test_load_costs():
     l3b = LoadData3D(dst=core.t("L0B", 0, np.float16, 1), src=src, l1_h=8, l1_w=8,
                      channel_size=32, k_extension=32, m_extension=40)
     assert l3b.body(A2) == 3 * 2 * 512 / A2.load3d_l0b_bytes_per_cycle
-    assert A2.load3d_l0b_bytes_per_cycle != A2.load3d_bytes_per_cycle   # each its own rate
+    assert A2.sources["mte.load3d_l0b_bytes_per_cycle"] != A2.sources["mte.load3d_bytes_per_cycle"]
 
 
 def test_fixpipe_and_move_costs():
@@ -525,7 +528,7 @@ def test_fixpipe_and_move_costs():
     gm.load_inputs()
     l0c = core.t("L0C", 0, np.float32, 32 * 32)
     fp = Fixpipe(dst=out, src=l0c, m_size=32, n_size=32, src_stride=32, dst_stride=32)
-    assert (fp.head(A2), fp.body(A2)) == (20, 4096 / A2.l0c_to_gm_bytes_per_cycle)
+    assert (fp.head(A2), fp.body(A2)) == (20, 4096 / A2.rate("l0c_to_gm_bytes_per_cycle", 4096))
     odd = Fixpipe(dst=out, src=l0c, m_size=3, n_size=20, src_stride=16, dst_stride=32)
     assert odd.charged_bytes(A2) == 3 * 128      # each 80-byte row in one 128-byte burst
     to_l1 = FixpipeL1(dst=core.t("L1", 0, np.float16, 1024), src=l0c, m_size=32, n_size=32,
@@ -539,7 +542,8 @@ def test_fixpipe_and_move_costs():
     starts = x.addr + 160 * np.arange(28)
     bursts = sum((-(-(s + 140) // 128)) - s // 128 for s in starts) * 128
     assert nd.charged_bytes(A2) == bursts
-    assert (nd.head(A2), nd.body(A2)) == (200, bursts / A2.gm_to_l1_bytes_per_cycle)
+    assert (nd.head(A2), nd.body(A2)) == (
+        200, bursts / A2.rate("gm_to_l1_nd2nz_bytes_per_cycle", bursts))   # its own table
     tcore = Core(TRAINING)
     ub = L0cToUb(dst=tcore.t("UB", 0, np.float32, 1024), src=tcore.t("L0C", 0, np.float32, 1),
                  block_len=4)

@@ -912,8 +912,10 @@ def test_sort_cost_model():
     ts, tv, ti = ub.tensor(F32, n), ub.tensor(F32, n), ub.tensor(np.uint32, n)
     inst = Sort(dst_values=tv, dst_indices=ti, src=ts, count=n)
     assert inst.merge_passes() == 3
-    assert inst.head(chip) == 8.0
-    assert inst.body(chip) == pytest.approx(4.0 * 32 + 3 * (8.0 + 6.0 * 32))
+    (s_start, s_per), (m_start, m_per) = (chip.vector_cost("sort32", "f32"),
+                                          chip.vector_cost("merge_sort", "f32"))
+    assert inst.head(chip) == s_start
+    assert inst.body(chip) == pytest.approx(s_per * 32 + 3 * (m_start + m_per * 32))
 
 
 # ---------------------------------------------------------------- validate, cost, bounds
@@ -986,28 +988,34 @@ def test_add_cost_head_plus_body(chip_name):
     chip = npusim.load_chip(chip_name)
     ub = UB()
     h, f = ub.tensor(F16, 2048), ub.tensor(F32, 2048)
+    (s16, r16), (_, r32) = chip.vector_cost("add", "f16"), chip.vector_cost("add", "f32")
     add = Add(dst=h, src0=h, src1=h, count=2048)
-    assert add.head(chip) + add.body(chip) == pytest.approx(5.93 + 2.07 * 16)
-    assert Add(dst=f, src0=f, src1=f, count=2048).body(chip) == pytest.approx(2.07 * 32)
+    assert add.head(chip) + add.body(chip) == pytest.approx(s16 + r16 * 16)
+    assert Add(dst=f, src0=f, src1=f, count=2048).body(chip) == pytest.approx(r32 * 32)
     assert Add(dst=h, src0=h, src1=h, count=129).repeats() == 2
     rep = Add(dst=h, src0=h, src1=h, repeat=RepeatParams(mask=1, repeat_times=7))
-    assert rep.body(chip) == pytest.approx(2.07 * 7)
+    assert rep.body(chip) == pytest.approx(r16 * 7)
 
 
 def test_cost_classes():
     chip = npusim.load_chip("atlas-a2")
     ub = UB()
     h, f, i = ub.tensor(F16, 2048), ub.tensor(F32, 2048), ub.tensor(I32, 2048)
-    assert Add(dst=i, src0=i, src1=i, count=64).head(chip) == 4.99            # int class
-    assert Relu(dst=i, src=i, count=2048).head(chip) == 4.0                   # no int: f32
+    cost = chip.vector_cost
+    assert Add(dst=i, src0=i, src1=i, count=64).head(chip) == cost("add", "int")[0]   # int
+    assert Add(dst=i, src0=i, src1=i, count=64).head(chip) != cost("add", "f32")[0]
+    assert Relu(dst=i, src=i, count=2048).head(chip) == cost("relu", "int")[0]
     cast = Cast(dst=f, src=h, count=2048)                                     # wider: f32
-    assert (cast.head(chip), cast.body(chip)) == (6.0, 1.0 * 32)
+    assert (cast.head(chip), cast.body(chip)) == (cost("cast", "f32")[0],
+                                                  cost("cast", "f32")[1] * 32)
     s2f = Cast(dst=f, src=i, count=2048)                                      # tie: src int
-    assert (s2f.head(chip), s2f.body(chip)) == (9.0, 32.0)
+    assert (s2f.head(chip), s2f.body(chip)) == (cost("cast", "int")[0],
+                                                cost("cast", "int")[1] * 32)
     exp = Exp(dst=h, src=h, count=2048)
-    assert exp.body(chip) == pytest.approx(3.99 * 16)
+    assert exp.body(chip) == pytest.approx(cost("exp", "f16")[1] * 16)
     rs = ReduceSum(dst=h, src=h, count=2048)  # 16 repeats, then 1: two vcadd passes
-    assert rs.body(chip) == pytest.approx(7.0 * 17 + 23.0)
+    start, per = cost("reduce_sum", "f16")
+    assert rs.body(chip) == pytest.approx(per * 17 + start)
 
 
 @pytest.mark.parametrize("inst", [

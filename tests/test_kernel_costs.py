@@ -13,6 +13,7 @@ import pytest
 import npusim
 from npusim import ops
 from npusim.chip import models_dir
+from npusim.engine.kernel_costs import START_KEYS
 from trace_check import check_trace
 
 ZEROING = ("MemSet", "ZerosLike")
@@ -63,7 +64,7 @@ def expected_costs(r):
     """Per kernel (launch, wait) cycles from the chip model, and the operator's cycles."""
     c, total, out = r.chip, 0, []
     for i, k in enumerate(r.stats["kernels"]):
-        fixed = c.tbe_kernel_start_cycles if k["impl"] == "tbe" else c.kernel_start_cycles
+        fixed = getattr(c, START_KEYS[k["impl"]])
         launch = fixed + c.kernel_start_per_block_cycles * k["blocks"]
         wait = c.kernel_gap_cycles if i else 0
         out.append((launch, wait))
@@ -114,12 +115,14 @@ def test_fixed_costs_come_from_the_chip_model(tmp_path):
     c = base.chip
     path = edited_chip(tmp_path, kernel_start_cycles=c.kernel_start_cycles + 1000,
                        tbe_kernel_start_cycles=c.tbe_kernel_start_cycles + 300,
+                       tik_kernel_start_cycles=c.tik_kernel_start_cycles + 200,
                        kernel_gap_cycles=c.kernel_gap_cycles + 500)
     moved = conv(chip=str(path), numerics=False, trace=False)
     impls = [k["impl"] for k in base.stats["kernels"]]
-    n, tbe = len(impls), impls.count("tbe")
-    assert 0 < tbe < n   # TransData and the Conv2D kernels (TBE); ReduceSum (Ascend C)
-    assert moved.cycles - base.cycles == 1000 * (n - tbe) + 300 * tbe + 500 * (n - 1)
+    n, tbe, tik = len(impls), impls.count("tbe"), impls.count("tik")
+    assert tbe and tik and tbe + tik < n   # Conv2D (TBE), TransData (TIK), ReduceSum (Ascend C)
+    assert moved.cycles - base.cycles == (1000 * (n - tbe - tik) + 300 * tbe + 200 * tik
+                                          + 500 * (n - 1))
 
 
 def test_trace_shows_launch_and_gap_slices(tmp_path):

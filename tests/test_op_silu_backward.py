@@ -216,7 +216,7 @@ def test_numerics_off_keeps_the_cycles():
     assert on.cycles == off.cycles
 
 
-@pytest.mark.parametrize("chip,cycles", [("atlas-a2", 12848), ("atlas-training", 14745)])
+@pytest.mark.parametrize("chip,cycles", [("atlas-a2", 16339), ("atlas-training", 16709)])
 def test_pinned_cycles(chip, cycles):
     """One exact cycle count per chip for 1M fp16 elements; update deliberately."""
     dy, x = inputs((1 << 20,), np.float16)
@@ -248,8 +248,17 @@ def test_a2_beats_training():
 
 
 def test_time_is_linear_once_every_core_is_busy(chip_name):
-    small, large = timed_us(chip_name, 4 << 20), timed_us(chip_name, 8 << 20)
+    """The time past the kernel's fixed start-up (a TBE kernel's, about 4 us on the A2) doubles
+    with the data."""
+    small, large = (silu_run(chip_name, n) for n in (4 << 20, 8 << 20))
     assert large / small == pytest.approx(2.0, rel=0.08)
+
+
+def silu_run(chip, n) -> float:
+    """Cycles of SiluBackward on ``n`` fp16 elements, less its kernels' start-ups."""
+    a = np.zeros(n, np.float16)
+    r = ops.silu_backward(a, a, chip=chip, numerics=False, trace=False)
+    return r.cycles - sum(k["launch_cycles"] for k in r.stats["kernels"])
 
 
 def test_double_buffering_beats_single(chip_name):

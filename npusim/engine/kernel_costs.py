@@ -2,10 +2,12 @@
 
 Three costs, each from the chip model's ``[launch]`` section (``models/*.toml``):
 
-- the start-up of a kernel on its cores (``kernel_start_cycles`` for an Ascend C kernel,
-  ``tbe_kernel_start_cycles`` for a kernel CANN builds with TBE or TIK, the dynamic-shape
-  TransData, MemSet and legacy convolution kernels; plus ``kernel_start_per_block_cycles``
-  per block started): the time from the task's start to the first instruction on its cores;
+- the start-up of a kernel on its cores, by the kind CANN builds it as:
+  ``kernel_start_cycles`` for an Ascend C kernel, ``tbe_kernel_start_cycles`` for a TBE (DSL)
+  kernel (the legacy convolution kernels, SiluGrad), ``tik_kernel_start_cycles`` for a TIK
+  kernel (TransData, MemSet); plus ``kernel_start_per_block_cycles`` per block started. Where
+  each figure comes from: ``models/*.toml`` and ``docs/modelling/costs.md``. It is the time
+  from the task's start to the first instruction on its cores;
   it is part of the kernel's task duration, as msprof's Task Duration counts it, and shows in
   the trace as a ``launch`` slice on each core's PIPE-S;
 - the tiling-data read: each core reads its tiling struct from GM in the kernel's prologue
@@ -55,12 +57,14 @@ class StreamGap(KernelStart):
     name: ClassVar[str] = "stream gap"
 
 
-IMPLS = ("ascendc", "tbe")   # how CANN builds a kernel: Ascend C, or TBE / TIK
+IMPLS = ("ascendc", "tbe", "tik")   # how CANN builds a kernel: Ascend C, TBE (DSL) or TIK
+START_KEYS = {"ascendc": "kernel_start_cycles", "tbe": "tbe_kernel_start_cycles",
+              "tik": "tik_kernel_start_cycles"}
 
 
 def start_cycles(chip, block_dim: int, impl: str = "ascendc") -> int:
     """The start-up of a kernel launched on ``block_dim`` blocks (``impl``: see IMPLS)."""
-    fixed = chip.tbe_kernel_start_cycles if impl == "tbe" else chip.kernel_start_cycles
+    fixed = getattr(chip, START_KEYS[impl])
     return fixed + chip.kernel_start_per_block_cycles * int(block_dim)
 
 

@@ -32,6 +32,7 @@ def pipe_process(engine, pipe):
             _pop_mark(engine, pipe, inst, t_issue)
             continue
         now = env.now
+        pipe.busy_since = now     # taken from the queue: not idle, even before it starts
         if pipe.scalar_parked:
             _scalar_unpark(engine, pipe, now)
         ready = t_issue if t_issue > pipe.not_before else pipe.not_before
@@ -40,7 +41,6 @@ def pipe_process(engine, pipe):
             start = ready if ready > now else now
             body = inst.body(chip)
             end = start + (body + inst.head(chip) if start > pipe.last_end + 1e-9 else body)
-            pipe.busy_since = start
             if end > now:
                 yield timeout(end - now)
             _exec_done(engine, pipe, inst, t_issue, start, end, clock)
@@ -51,15 +51,16 @@ def pipe_process(engine, pipe):
             if kind == "set":                  # no yield: nobody sees the pipe busy
                 _run_set(engine, pipe, inst, t_issue, clock)
                 pipe.last_inst = inst
+                pipe.busy_since = IDLE
                 if not queue and pipe.idle_waiters:
                     _notify_idle(pipe)
                 continue
             if inst is STOP:
+                pipe.busy_since = IDLE
                 pipe.done = True
                 engine.end_time = max(engine.end_time, now, pipe.last_end)
                 _notify_idle(pipe)
                 return
-            pipe.busy_since = now
             key = inst.key if kind == "wait" else None
             if key is not None and flags.get(key):   # already set: no generator to build
                 pipe.blocked_on = None

@@ -87,8 +87,8 @@ class OpRun:
                op_type: str = "", impl: str = "ascendc") -> Result:
         """Run one kernel on the shared GM after the ones before it; return its own Result.
         ``name`` is the kernel's instance name (msprof's Op Name), ``op_type`` its OP Type
-        (default: ``name`` up to a parenthesis); ``impl`` how CANN builds it ("ascendc", or
-        "tbe" for TBE / TIK: the start-up it pays, ``npusim/engine/kernel_costs.py``)."""
+        (default: ``name`` up to a parenthesis); ``impl`` how CANN builds it ("ascendc",
+        "tbe" or "tik": the start-up it pays, ``npusim/engine/kernel_costs.py``)."""
         if impl not in IMPLS:
             raise NpusimError(f"launch {name or kernel_cls.__name__}: impl = {impl!r}; "
                               f"allowed {', '.join(IMPLS)}")

@@ -72,7 +72,7 @@ class PipeSim:
         self.wake = None          # event the idle pipe waits on for a push
         self.scalar_parked = False   # the core's scalar waits for an entry of this queue
         self.idle_waiters: list = []
-        self.busy_since = float("inf")   # start of the running instruction
+        self.busy_since = float("inf")   # when it took the instruction it holds (inf: none)
         self.not_before = 0.0     # a flag just set or passed occupies the pipe until then
         self.last_end = -1.0      # end of the last exec instruction (for the head rule)
         self.busy_cycles = 0.0
@@ -88,7 +88,10 @@ class PipeSim:
             self.wake = None
 
     def idle(self) -> bool:
-        return not self.queue and self.core.engine.env.now < self.busy_since
+        """Nothing queued and nothing held: an instruction taken from the queue that waits out
+        its issue time or a flag's delay before it starts keeps the pipe busy (PipeBarrier(ALL)
+        and SyncAll wait for it)."""
+        return not self.queue and self.busy_since == float("inf")
 
 
 class CoreSim:

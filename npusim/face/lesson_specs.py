@@ -154,9 +154,12 @@ SILU_SHAPE = (4, 256, 1024)
 
 
 def silu_target(chip) -> int:
-    """1.2 x (the HBM roofline of SiluBackward's three float16 tensors + the 48-core launch)."""
+    """1.2 x (the HBM roofline of SiluBackward's three float16 tensors + the 48-core launch of
+    SiluGrad, a TBE kernel: ``npusim/engine/kernel_costs.py``)."""
+    from npusim.engine.kernel_costs import start_cycles
+
     nbytes = 3 * 2 * int(np.prod(SILU_SHAPE))
-    launch = chip.kernel_start_cycles + 48 * chip.kernel_start_per_block_cycles
+    launch = start_cycles(chip, 48, "tbe")
     return round(1.2 * (nbytes / (chip.hbm_bytes_per_s / chip.clock_hz) + launch))
 
 

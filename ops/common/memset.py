@@ -22,4 +22,4 @@ def launch_memset(run, dst, total: int) -> None:
     """Zero ``total`` elements of the GM tensor ``dst`` with a MemSet kernel on ``run``."""
     cores, per = core_split(total, dst.dtype.itemsize, run.chip.vector_core_count)
     run.launch(ZerosKernel, block_dim=cores, name=f"MemSet({dst.label})", op_type=OP_TYPE,
-               impl="tbe", args=dict(dst=dst, total=total, per_core=per))   # a TIK kernel
+               impl="tik", args=dict(dst=dst, total=total, per_core=per))

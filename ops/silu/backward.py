@@ -5,7 +5,9 @@ blocks shared over the vector cores (the first ``big_core_num`` cores take one b
 core walks its share in UB tiles, double-buffered when it has more than two tiles, and computes
 in fp32: cast in (fp16/bf16), Muls(-1), Exp, Adds(1), Duplicate(1), Div, Sub, Mul, Adds(1), Mul,
 Mul, cast out with rounding to nearest even. The shipped TBE kernel of CANN has the same chain
-and pipes per tile; its auto-scheduled tile sizes differ and are not modelled.
+and pipes per tile; its auto-scheduled tile sizes differ and are not modelled. The kernel pays
+a TBE kernel's start-up (``launch.tbe_kernel_start_cycles``): CANN ships SiluGrad on 910 and
+910B as the TBE DSL op (kernels.md §1(b)).
 
 Kernels (``stats["kernels"]`` op_type, launch order): [Contiguous per strided input], SiluGrad.
 """
@@ -244,6 +246,6 @@ def silu_backward(grad_output, self_, *, chip="atlas-a2", tiling=None, mode="tim
     dy_gm, x_gm = to_gm(run, "gradOutput", dy), to_gm(run, "self", x)
     dx_gm = run.gm.tensor("gradInput", dy.dtype, dy.size)
     if dy.size:
-        run.launch(SiluGradKernel, block_dim=t.block_dim, name="SiluGrad",
+        run.launch(SiluGradKernel, block_dim=t.block_dim, name="SiluGrad", impl="tbe",
                    args=dict(dy=dy_gm, x=x_gm, dx=dx_gm, tiling=t))
     return run.result({"gradInput": (dx_gm, dy.shape)}, tiling=t)

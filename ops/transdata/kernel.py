@@ -63,7 +63,7 @@ def run_transdata(run, plan: TransPlan, src, dst) -> None:
     starts = np.cumsum([0] + [t.size for t in plan.tables])
     tables = run.gm.tensor(f"{plan.name}.tables", np.uint32, table.size, table)
     cores = len(plan.lanes) if plan.lanes else min(run.chip.vector_core_count, len(plan.pieces))
-    run.launch(TransDataKernel, block_dim=cores, name=plan.name, impl="tbe",   # a TIK kernel
+    run.launch(TransDataKernel, block_dim=cores, name=plan.name, impl="tik",
                args=dict(src=src, dst=dst, tables=tables, starts=starts, plan=plan))
 
 
