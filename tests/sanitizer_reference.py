@@ -20,7 +20,7 @@ PAGE_SHIFT = 16   # the history is kept per 64 KB page: an access scans only its
 class Sanitizer:
     """Vector clocks of every pipe thread and the access history of every on-chip buffer."""
 
-    def __init__(self, cores):
+    def __init__(self, cores, recheck=None):   # recheck: the engine's program-order check
         self.tid: dict[tuple[int, str], int] = {}
         for core in cores:
             for pipe in core.pipes:
@@ -36,7 +36,8 @@ class Sanitizer:
         self.flag_clocks: dict[tuple, deque] = {}
         self.counts: dict = {}
         self.thread_info = {t: (cores[c], p) for (c, p), t in self.tid.items()}
-        self.recheck_cores = cores if all(hasattr(c, "stream") for c in cores) else None
+        self.recheck = recheck if all(hasattr(c, "stream") for c in cores) else None
+        self.recheck_cores = cores
 
     # clocks ------------------------------------------------------------------------------------
     def _tick(self, core: int, pipe: str, issue_clock=None) -> int:

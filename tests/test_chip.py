@@ -182,7 +182,7 @@ def test_an_input_larger_than_the_host_is_refused_before_allocating():
         npusim.ops.silu_backward(huge, huge, chip="atlas-a2", mode="functional")
 
 
-# -- measured cost tables (npusim/cost_tables.py) ---------------------------------------------
+# -- measured cost tables (npusim/chip/tables.py) ---------------------------------------------
 
 TABLE = (models_dir() / "costs" / "910b" / "gm_to_ub.csv").read_text()
 

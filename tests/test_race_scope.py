@@ -19,9 +19,9 @@ def followed(monkeypatch):
     seen: list = []
     real = engine_module.Sanitizer
 
-    def spy(cores):
+    def spy(cores, **options):
         seen.append([core.label for core in cores])
-        return real(cores)
+        return real(cores, **options)
 
     monkeypatch.setattr(engine_module, "Sanitizer", spy)
     return seen

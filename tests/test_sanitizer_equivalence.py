@@ -21,8 +21,8 @@ from npusim.micro.vector import run_vector
 def collecting(cls):
     """``cls`` with every race recorded as its message instead of raised."""
     class Collecting(cls):
-        def __init__(self, cores):
-            super().__init__(cores)
+        def __init__(self, cores, **options):
+            super().__init__(cores, **options)
             self.reports = []
 
         def _report(self, *args):

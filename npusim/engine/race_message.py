@@ -38,10 +38,9 @@ _KIND = {(True, False): "read after write", (False, True): "write after read",
 def raise_race(san, store, lo: int, hi: int, first: tuple, second: tuple) -> None:
     """Raise the HazardError for ``first`` and ``second`` ((thread, inst, write, ordinal)), the
     program-order check's own report where it decides the launch."""
-    cores = getattr(san, "recheck_cores", None)
-    if cores:
-        from npusim.engine import race_order  # it imports the detector, which imports this
-        found = race_order.first_race(cores)
+    recheck = getattr(san, "recheck", None)
+    if recheck is not None:
+        found = recheck(san.recheck_cores)
         if found is not None:
             raise found
     raise HazardError(describe(san, store, lo, hi, first, second))

@@ -71,7 +71,7 @@ def _first(specs: list, syncall_drains: bool = False) -> HazardError | None:
     cores = cores_to_check([SimpleNamespace(index=i, label=s.label, pipes=s.pipes,
                                             stream=s.stream, peers=[])
                             for i, s in enumerate(specs)])
-    san = Sanitizer(cores, recheck=False)
+    san = Sanitizer(cores)
     try:
         for core in cores:
             _feed(san, core.index, core.stream, syncall_drains)

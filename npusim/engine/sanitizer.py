@@ -95,7 +95,7 @@ class Sanitizer:
     A history entry is ``(seq, lo, hi, slot, epoch, write, inst, thread)``: ``slot`` is the
     thread's entry in its group's clocks, ``seq`` numbers entries in the order they are made."""
 
-    def __init__(self, cores, recheck: bool = True):
+    def __init__(self, cores, recheck=None):
         self.tid: dict[tuple[int, str], int] = {}
         self.group: list[int] = []        # thread -> its group of peers
         self.slot: list[int] = []         # thread -> its entry in the group's clocks (0: SyncAll)
@@ -125,9 +125,10 @@ class Sanitizer:
         self.counts = [{} for _ in self.vc]   # thread -> instruction name -> runs so far
         self.thread_info = {self.tid[(c.index, p)]: (c, p) for c in cores for p in c.pipes}
         self.written = Unwritten()
-        # the cores to ask the program-order check about a race (race_message.raise_race)
-        self.recheck_cores = cores if recheck and all(hasattr(c, "stream") for c in cores) \
-            else None
+        # the program-order check to ask about a race (race_message.raise_race): a function of
+        # the cores (race_order.first_race), given by the timed run; None in that check itself
+        self.recheck = recheck if recheck and all(hasattr(c, "stream") for c in cores) else None
+        self.recheck_cores = cores
 
     # clocks ------------------------------------------------------------------------------------
     def _join_issue(self, t: int, issue_clock) -> list:

@@ -46,6 +46,7 @@ from simpy.events import NORMAL
 from npusim.engine.atomic_lines import AtomicLines
 from npusim.engine.bandwidth import GmBandwidth
 from npusim.engine.processes import pipe_process, scalar_process
+from npusim.engine.race_order import first_race
 from npusim.engine.race_scope import cores_to_check
 from npusim.engine.sanitizer import Sanitizer
 from npusim.errors import DeadlockError
@@ -173,7 +174,7 @@ class TimedEngine:
         self.sanitizer = None
         if sanitize:   # one core of each on-chip program (npusim/engine/race_scope.py)
             checked = cores_to_check(self.cores)
-            self.sanitizer = Sanitizer(checked)
+            self.sanitizer = Sanitizer(checked, recheck=first_race)
             for core in checked:
                 core.san = self.sanitizer
         # a chip model with pipes made faster for a what-if ({pipe: factor}; chip.with_speedup)

@@ -5,7 +5,7 @@ A number here comes from an instruction-level measurement, a document, or a kern
 time is that number:
 
 - the data paths' rates: the measured tables of ``models/costs/`` (msKPP), read as they are
-  (``npusim/cost_tables.py``); the command prints each table's source;
+  (``npusim/chip/tables.py``); the command prints each table's source;
 - ``launch.kernel_start_cycles`` (an Ascend C kernel's start-up): cann-bench's smallest MatMul,
   64 x 64 x 64 fp16 on 910B2 at 1.91 us of device time, less what npusim's own instructions of
   that kernel take (CATLASS's matmul on one block, run with a zero start-up);
@@ -52,8 +52,9 @@ LOAD3D_SOURCE = ("asc-devkit tests/perf/load_data_perf/README_en.md @82b89a15f26
 
 def matmul_body_cycles(chip) -> float:
     """npusim's cycles of the 64^3 MatMul on one block with a zero Ascend C start-up."""
-    from npusim.ops.catlass.matmul import catlass_matmul
+    from npusim.cases import lookup_case  # studies reach kernels through the registry
 
+    catlass_matmul = lookup_case("catlass_matmul").function()
     zero = Chip(chip.path, chip.sources, dict(chip.values, kernel_start_cycles=0))
     a = np.zeros((64, 64), np.float16)
     r = catlass_matmul(a, a, chip=zero, tiling={"block_dim": 1}, mode="timed",

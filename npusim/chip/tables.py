@@ -19,6 +19,7 @@ a source without a commit) is a ``ChipModelError`` naming the file, the line and
 import math
 import re
 from bisect import bisect_right
+from importlib import resources
 from pathlib import Path
 
 from npusim.errors import ChipModelError
@@ -65,7 +66,7 @@ def load_tables(model_path: str, tables: dict, known_keys: set) -> dict:
     if not isinstance(tables, dict):
         raise ChipModelError(f"{model_path}: [tables] must map rate keys to CSV files")
     base = Path(model_path).parent
-    shipped = Path(__file__).resolve().parent.parent / "models"
+    shipped = Path(str(resources.files("npusim.models")))   # installed or in the checkout
     out = {}
     for key, rel in tables.items():
         if key not in known_keys and key not in TABLE_ONLY:
