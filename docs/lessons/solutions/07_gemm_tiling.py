@@ -5,7 +5,7 @@ works on the current one, so that MTE1 and the cube can work on one slice while 
 next. On Atlas A2 an ND->NZ copy costs about 780 cycles whatever its size up to 64 KB
 (models/costs/910b/gm_to_l1_nd2nz.csv), so every extra slice adds about that much to MTE2,
 the longest pipe: one slice of all of K (l1_k = k, two copies per core) is the fastest here
-(two slices of 256 took 5,776 cycles, four of 128 took 8,638).
+(two slices of 256, and four of 128, were both slower when tried at the issue-38 model).
 
 Check: npusim lesson check 7 docs/lessons/solutions/07_gemm_tiling.py
 """
