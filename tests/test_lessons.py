@@ -215,3 +215,22 @@ def test_a_folder_is_graded_as_a_class_ranked_by_cycles(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no .py file" in one_line_error(run_cli("check", "3", str(empty)))
+
+
+def test_the_targets_instruction_costs_are_what_the_lessons_runs_charge():
+    """A target's reasoning sums instruction costs read from the chip model
+    (npusim/face/lesson_targets.py); they must be what the engine charged in the lessons' own
+    runs, as their pages quote them (each held against its script's output above)."""
+    from npusim import load_chip
+    from npusim.face.lesson_targets import cube_pass
+
+    def page(name):
+        return quoted((LESSONS / name).read_text())
+
+    one, three, six = page("01_copy.md"), page("03_double_buffering.md"), page("06_cube.md")
+    assert one["exercise_load"] == one["copy_tile_in"]
+    assert one["exercise_store"] == one["copy_tile_out"]
+    assert three["exercise_mte2"] == three["single_mte2_busy_cycles"]
+    _, stages = cube_pass(load_chip("atlas-a2"), 64, 64, 64)
+    for pipe, cycles in stages:
+        assert f"{cycles:,.0f}" == six[f"atlas_a2_{pipe.lower()}_busy"], pipe

@@ -8,7 +8,7 @@ from npusim.dsl import Kernel, Pipe, TPosition, TQue, data_copy
 from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import ESTIMATES
 
 FIGURES = Path(__file__).parent / "figures"
 
@@ -34,7 +34,7 @@ class CopyKernel(Kernel):
 
 
 def main():
-    print(f"exercise_target = {TARGETS[1]:,}")
+    print(ESTIMATES[1].lines())
     length, tile = 16384, 2048
     x0 = np.arange(length, dtype=np.float16)
     gm = GlobalMemory()

@@ -10,7 +10,7 @@ from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.errors import NpusimError
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS, fp16_pair
+from npusim.face.lesson_specs import ESTIMATES, fp16_pair
 
 FIGURES = Path(__file__).parent / "figures"
 
@@ -75,7 +75,7 @@ def run(kernel, length=65536, tile=4096, block_dim=1, chip="atlas-a2", **options
 
 
 def main():
-    print(f"exercise_target = {TARGETS[2]:,}")
+    print(ESTIMATES[2].lines())
     r, want = run(AxpyKernel)
     print("axpy_exact =", np.array_equal(r.outputs["z"], want))
     print(f"axpy_cycles = {r.cycles:,}")

@@ -8,7 +8,7 @@ import numpy as np
 from npusim import load_chip
 from npusim.dsl import get_block_idx, get_block_num
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import ESTIMATES
 
 lesson2 = importlib.import_module("02_vector")
 FIGURES = Path(__file__).parent / "figures"
@@ -32,7 +32,7 @@ def roofline_cycles(chip, nbytes):
 
 
 def main():
-    print(f"exercise_target = {TARGETS[4]:,}")
+    print(ESTIMATES[4].lines())
     chip = load_chip("atlas-a2")
     print(f"hbm_bytes_per_cycle = {chip.hbm_bytes_per_s / chip.clock_hz:.0f}")
     print(f"vector_cores = {chip.vector_core_count}")

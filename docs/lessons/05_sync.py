@@ -10,7 +10,7 @@ import numpy as np
 from npusim.dsl import HardEvent, Kernel, TBuf, TPosition, data_copy, set_flag, wait_flag
 from npusim.dsl import vector as vec
 from npusim.errors import DeadlockError, HazardError
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import ESTIMATES
 
 lesson2 = importlib.import_module("02_vector")
 
@@ -71,7 +71,7 @@ class Deadlocked(FlagAxpy):
 
 
 def main():
-    print(f"exercise_target = {TARGETS[5]:,}")
+    print(ESTIMATES[5].lines())
     r, want = lesson2.run(FlagAxpy, length=16384)
     print("flags_exact =", np.array_equal(r.outputs["z"], want))
     print(f"flags_cycles = {r.cycles:,}")

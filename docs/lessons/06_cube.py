@@ -12,7 +12,7 @@ from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, cube, current, d
 from npusim.engine.launch import launch
 from npusim.engine.memory import GlobalMemory
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS, matmul_golden
+from npusim.face.lesson_specs import ESTIMATES, matmul_golden
 
 FIGURES = Path(__file__).parent / "figures"
 F = 16      # a fractal is 16 x 16 float16 values: 512 bytes, what the cube takes per step
@@ -117,7 +117,7 @@ def run(kernel, chip="atlas-a2", m=64, n=64, k=64, seed=0, block_dim=1):
 
 
 def main():
-    print(f"exercise_target = {TARGETS[6]:,}")
+    print(ESTIMATES[6].lines())
     FIGURES.mkdir(exist_ok=True)
     runs = {}
     for chip in ("atlas-a2", "atlas-training"):

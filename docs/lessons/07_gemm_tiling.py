@@ -12,7 +12,7 @@ from npusim.cases import find_case
 from npusim.cases.run import run_case
 from npusim.dsl import Kernel, TPosition, TQue, cube, get_block_idx, get_block_num
 from npusim.errors import TilingError
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import ESTIMATES
 from npusim.studies.validate.study import load_table
 
 lesson6 = importlib.import_module("06_cube")
@@ -99,7 +99,7 @@ def catlass(row):
 
 
 def main():
-    print(f"exercise_target = {TARGETS[7]:,}")
+    print(ESTIMATES[7].lines())
     chip = load_chip("atlas-a2")
     print(f"l0a_bytes = {chip.l0a_bytes:,}")
     print(f"l0c_bytes = {chip.l0c_bytes:,}")

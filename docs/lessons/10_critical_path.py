@@ -4,7 +4,7 @@ import importlib
 from pathlib import Path
 
 from npusim.face import plot
-from npusim.face.lesson_specs import TARGETS
+from npusim.face.lesson_specs import ESTIMATES
 
 lesson2 = importlib.import_module("02_vector")
 lesson3 = importlib.import_module("03_double_buffering")
@@ -15,7 +15,7 @@ RUNS = (("single", lesson2.AxpyKernel, 4096), ("double", lesson3.DoubleBufferedA
 
 
 def main():
-    print(f"exercise_target = {TARGETS[10]:,}")
+    print(ESTIMATES[10].lines())
     FIGURES.mkdir(exist_ok=True)
     for name, kernel, tile in RUNS:
         r, _ = lesson2.run(kernel, tile=tile)

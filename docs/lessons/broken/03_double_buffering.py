@@ -1,6 +1,6 @@
 """Lesson 3's exercise, broken on purpose: still one buffer per queue.
 
-The check says the outputs are bit-exact and the run misses the 8,500-cycle target.
+The check says the outputs are bit-exact and the run misses the cycle target.
 """
 
 from npusim.dsl import Kernel, TPosition, TQue, data_copy

@@ -1,6 +1,6 @@
 """Lesson 10's exercise, broken on purpose: lesson 3's tile of 4096 elements.
 
-The check says z is bit-exact and the run misses 7,000 cycles: the fixed cost of 32 copies
+The check says z is bit-exact and the run misses the target: the fixed cost of 32 copies
 stays on the path.
 """
 
