@@ -227,3 +227,16 @@ def test_the_equivalence_script_records_a_command_and_finds_a_change(tmp_path):
     moved = subprocess.run([sys.executable, str(script), "compare", str(first), str(second)],
                            capture_output=True, text=True, timeout=60)
     assert moved.returncode == 1 and moved.stdout.startswith("chips: stdout differs: line")
+
+
+def test_bench_predict_group_runs_resnet50_at_two_batches():
+    """``bench --group predict`` (minutes: not run here): ResNet-50 at batch 32 and 256 with
+    --jobs 2, each a case of its own; the rows carry CPU seconds beside the wall time."""
+    from npusim.face import bench_memory
+    from npusim.face.bench import GROUPS
+
+    assert "predict" in GROUPS
+    cases = list(bench_memory.predict_cases(quick=False))
+    assert [kw["batch"] for _, _, kw, _ in cases] == [32, 256]
+    assert all(kw["jobs"] == 2 and kw["workload"] == "resnet50-backward"
+               for _, _, kw, _ in cases)

@@ -158,10 +158,11 @@ def test_no_ops_module_is_over_400_lines():
 
 
 def test_the_studies_are_one_package_per_study():
-    """``npusim/studies/`` keeps its executor and workloads at the top and one package per
-    study: predict, sweep, validate (with correlate, calibration, bands and ranking)."""
+    """``npusim/studies/`` keeps its executor (and the executor's cache of points), and
+    workloads at the top and one package per study: predict, sweep, validate (with correlate,
+    calibration, bands and ranking)."""
     top = {p.stem for p in (ROOT / "npusim" / "studies").glob("*.py")}
-    assert top == {"__init__", "executor", "workload"}, top
+    assert top == {"__init__", "executor", "cache", "workload"}, top
     for study in ("predict", "sweep", "validate"):
         assert (ROOT / "npusim" / "studies" / study / "__init__.py").is_file(), study
     assert family("npusim.ops.convolution.tiling") == "convolution"

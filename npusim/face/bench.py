@@ -3,9 +3,11 @@
 Each case runs in a process of its own (forked), so its peak resident memory is its own: the
 report gives the simulated instructions (set/wait flags included, buffer marks excluded), the
 wall-clock seconds of the simulation (recording the streams, the run and the stats; making the
-random inputs is not counted), their ratio, the process's peak RSS and that of the largest
-process it forked beside its timing runs (numerics, race check: ``npusim/engine/beside.py``; they
-share GM with it, so the two overlap). The groups:
+random inputs is not counted), their ratio, the CPU seconds of the case (its process and those
+it forked, inputs included: on a shared host the wall time follows the load, this far less),
+the process's peak RSS and that of the largest process it forked beside its timing runs
+(numerics, race check: ``npusim/engine/beside.py``; they share GM with it, so the two overlap).
+The groups:
 
 - ``micro``: the engine's micro-kernels (vector, GM stream, cube matmul), each again with the
   sanitizer and the tracer off to show their share;
@@ -20,6 +22,9 @@ share GM with it, so the two overlap). The groups:
   ``explain_s`` is that call's wall time, the peak RSS includes it.
 - ``memory`` (only when asked for: about half an hour): the large runs whose peak memory issue
   24 bounded (``npusim/face/bench_memory.py``).
+- ``predict`` (only when asked for: minutes): ``npusim predict resnet50-backward --jobs 2`` at
+  batch 32 and 256 on both default chips, the cache of points off; the RSS column is the
+  largest of the process and its workers.
 
 ``--json FILE`` writes the rows, so two checkouts can be compared: ``--against FILE`` (a
 ``--json`` file of another checkout, same machine) adds each case's speed-up over that run and,
@@ -36,7 +41,7 @@ import time
 from npusim.errors import NpusimError
 from npusim.face import interrupt
 
-GROUPS = ("micro", "standard", "ops", "large", "explain", "memory")
+GROUPS = ("micro", "standard", "ops", "large", "explain", "memory", "predict")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
@@ -136,17 +141,24 @@ def _measure(fn, kw: dict, conn) -> None:
     SIGINT is the parent's to handle: it kills this process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_seconds()
         r = fn(**kw)
         wall = r.stats.get("wall_seconds", {}).get("total") or time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         beside = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         conn.send(("ok", r.stats["instructions"], wall, rss, beside, r.cycles, r.mode,
-                   r.stats.get("wall_seconds", {}).get("explain")))
+                   r.stats.get("wall_seconds", {}).get("explain"), _cpu_seconds() - cpu0))
     except Exception as exc:  # noqa: BLE001 - reported as the case's row, not a crash
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and the processes it has reaped."""
+    own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                      resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def measure(fn, kw: dict) -> dict:
@@ -167,8 +179,9 @@ def measure(fn, kw: dict) -> dict:
     proc.join()
     if got[0] != "ok":
         return {"error": got[1]}
-    _, n, wall, rss, beside, cycles, mode, explain = got
-    row = {"instructions": n, "wall_s": round(wall, 3), "instr_per_s": round(n / wall),
+    _, n, wall, rss, beside, cycles, mode, explain, cpu = got
+    row = {"instructions": n, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+           "instr_per_s": round(n / wall),
            "peak_rss_mb": round(rss / 2**20, 1), "beside_peak_rss_mb": round(beside / 2**20, 1),
            "cycles": cycles, "mode": mode}
     if explain is not None:
@@ -188,7 +201,7 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
 
     makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large,
               "explain": lambda q: _explain(q, large="large" in groups),
-              "memory": bench_memory.cases}
+              "memory": bench_memory.cases, "predict": bench_memory.predict_cases}
     for group in groups:
         for name, fn, kw, bare in makers[group](quick):
             row = {"group": group, "case": name, **measure(fn, kw)}
@@ -197,6 +210,7 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
                 row["bare_instr_per_s"] = off.get("instr_per_s")
             if before is not None:
                 row["speedup"] = speedup(row, before.get((group, name)))
+                row["cpu_speedup"] = cpu_speedup(row, before.get((group, name)))
             rows.append(row)
             _print(row)
             interrupt.check()
@@ -227,11 +241,19 @@ def speedup(row: dict, old: dict | None):
     return round(old["wall_s"] / row["wall_s"], 3)
 
 
+def cpu_speedup(row: dict, old: dict | None):
+    """Earlier CPU seconds over these, or None when either run lacks them."""
+    if old is None or not old.get("cpu_s") or not row.get("cpu_s"):
+        return None
+    return round(old["cpu_s"] / row["cpu_s"], 3)
+
+
 def _print_geomean(rows: list) -> None:
-    ups = [r["speedup"] for r in rows if r["group"] == "standard"]
-    if len(ups) == 3 and None not in ups:
-        print(f"standard cases: {math.prod(ups) ** (1 / 3):.2f}x on the geometric mean "
-              f"({' / '.join(f'{u:.2f}x' for u in ups)})")
+    for key, what in (("speedup", "wall"), ("cpu_speedup", "CPU")):
+        ups = [r.get(key) for r in rows if r["group"] == "standard"]
+        if len(ups) == 3 and None not in ups:
+            print(f"standard cases: {math.prod(ups) ** (1 / 3):.2f}x on the geometric mean "
+                  f"of {what} time ({' / '.join(f'{u:.2f}x' for u in ups)})")
 
 
 def _print(row: dict) -> None:
@@ -241,9 +263,12 @@ def _print(row: dict) -> None:
     notes = (f"without sanitizer and tracer: {row['bare_instr_per_s']:,} instr/s"
              if row.get("bare_instr_per_s") else "")
     if row.get("beside_peak_rss_mb"):
-        notes = f"beside: {row['beside_peak_rss_mb']:.0f} MB" + (f"; {notes}" if notes else "")
+        who = "largest worker" if row.get("group") == "predict" else "beside"
+        notes = f"{who}: {row['beside_peak_rss_mb']:.0f} MB" + (f"; {notes}" if notes else "")
     if row.get("speedup"):
-        notes = f"{row['speedup']:.2f}x the earlier run" + (f"; {notes}" if notes else "")
+        cpu = f" ({row['cpu_speedup']:.2f}x in CPU)" if row.get("cpu_speedup") else ""
+        notes = f"{row['speedup']:.2f}x the earlier run{cpu}" + (f"; {notes}" if notes else "")
+    notes = f"CPU {row['cpu_s']:.2f} s" + (f"; {notes}" if notes else "")
     if row.get("explain_s") is not None:
         notes = f"explain {row['explain_s']:.2f} s" + (f"; {notes}" if notes else "")
     print(f"{row['case']:<52}{row['instructions']:>10,}{row['wall_s']:>9.2f}"

@@ -45,8 +45,19 @@ def checked_run(op: str, shape, params: dict, **options):
     return run.result
 
 
-def prediction(workload: str, batch: int | None = None, **options):
-    """``npusim predict WORKLOAD --jobs 1`` (``batch``: every call's leading dimension)."""
+def predict_cases(quick: bool):
+    """``npusim bench --group predict``: ResNet-50's backward step at batch 32 and 256 on both
+    default chips with ``--jobs 2``, each a process of its own; the peak RSS is the largest of
+    the process and its workers. The cache of points is off (every point simulated)."""
+    for batch in (8, 32) if quick else (32, 256):
+        yield f"predict resnet50-backward at batch {batch}, --jobs 2", prediction, dict(
+            workload="resnet50-backward", batch=batch, jobs=2), False
+
+
+def prediction(workload: str, batch: int | None = None, jobs: int = 1, **options):
+    """``npusim predict WORKLOAD --jobs N --no-cache`` (``batch``: every call's leading
+    dimension)."""
+    from npusim.studies import cache
     from npusim.studies.predict.study import predict
     from npusim.studies.workload import load_workload
 
@@ -59,7 +70,8 @@ def prediction(workload: str, batch: int | None = None, **options):
     def count(i, record):
         counted[0] += sum((record.get("instruction_counts") or {}).values())
 
-    predict(wl, jobs=1, on_record=count)
+    with cache.disabled():
+        predict(wl, jobs=jobs, on_record=count)
     return SimpleNamespace(stats={"instructions": counted[0],
                                   "wall_seconds": {"total": time.perf_counter() - t0}},
                            cycles=None, mode="timed")

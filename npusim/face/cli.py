@@ -108,6 +108,11 @@ def _run(argv) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if getattr(args, "no_cache", False):
+        from npusim.studies import cache
+
+        with cache.disabled():
+            return args.func(args) or 0
     return args.func(args) or 0
 
 
@@ -187,19 +192,39 @@ def _parser() -> argparse.ArgumentParser:
                        "wall time and peak RSS of each case (each in a process of its own).")
     p.add_argument("--quick", action="store_true", help="smaller cases")
     p.add_argument("--group", action="append",
-                   choices=("micro", "standard", "ops", "large", "explain", "memory"),
+                   choices=("micro", "standard", "ops", "large", "explain", "memory",
+                            "predict"),
                    help="only these groups (repeat; default micro, standard and ops): the "
                    "engine's micro-kernels, the standard speed cases, every operator at its "
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
                    "with numerics; explain: the standard cases with --explain (with large: "
                    "also the 6144^3 conv); memory (half an hour): the peak RSS of the large "
-                   "runs of docs/guide/memory.md")
+                   "runs of docs/guide/memory.md; predict (minutes): ResNet-50 at batch 32 "
+                   "and 256 on both chips, --jobs 2")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
     p.set_defaults(func=commands.bench_command)
     _lesson_parser(sub)
+    p = sub.add_parser("cache", help="the cache of simulated study points: where, or clear it",
+                       description="sweep, predict, validate and correlate keep each point's "
+                       "record, keyed by the point, its chip file and the code, under "
+                       "$XDG_CACHE_HOME/npusim (default ~/.cache/npusim).")
+    p.add_argument("action", choices=("path", "clear"), help="print the folder, or delete "
+                   "every record")
+    p.set_defaults(func=_cache_command)
     return parser
+
+
+def _cache_command(args) -> int:
+    from npusim.studies import cache
+
+    if args.action == "clear":
+        count, root = cache.clear()
+        print(f"removed {count} cached point{'s' if count != 1 else ''} from {root}")
+    else:
+        print(cache.cache_dir())
+    return 0
 
 
 def _lesson_parser(sub) -> None:
@@ -303,6 +328,8 @@ def _executor_arguments(p) -> None:
     p.add_argument("--jobs", type=_positive, help="local processes (default: the cores)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed "
                    "cluster, e.g. tcp://10.0.0.5:8786 (pip install \"npusim[cluster]\")")
+    p.add_argument("--no-cache", action="store_true", help="simulate every point again, "
+                   "neither reading nor writing the cache of points (see npusim cache)")
 
 
 def _sweep_arguments(p, case) -> None:

@@ -125,22 +125,41 @@ def path_shares(result, top: int = 3, path=None) -> list:
 def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
                on_record=None) -> list:
     """Run ``points``; call ``on_record(index, record)`` as each finishes; return the records
-    in the points' order."""
-    records = [None] * len(points)
+    in the points' order. A point simulated before (same point, chip file and code) is read
+    from the cache (``npusim/studies/cache.py``) instead, unless ``NPUSIM_NO_CACHE=1``."""
+    from npusim.studies import cache
 
-    def done(i, rec):
+    records = [None] * len(points)
+    todo = []
+
+    def done(i, rec, fresh=True):
         records[i] = rec
+        if fresh:
+            cache.store(points[i], rec)
         if on_record is not None:
             on_record(i, rec)
         interrupt.check()
 
+    for i, p in enumerate(points):
+        hit = cache.load(p)
+        if hit is None:
+            todo.append(i)
+        else:
+            done(i, hit, fresh=False)
+    missing = [points[i] for i in todo]
+
+    def done_missing(j, rec):
+        done(todo[j], rec)
+
+    if not missing:
+        return records
     if scheduler:
-        _run_dask(points, scheduler, done)
-    elif jobs <= 1 or len(points) <= 1:
-        for i, p in enumerate(points):
-            done(i, run_point(p))
+        _run_dask(missing, scheduler, done_missing)
+    elif jobs <= 1 or len(missing) <= 1:
+        for j, p in enumerate(missing):
+            done_missing(j, run_point(p))
     else:
-        _run_pool(points, min(jobs, len(points)), done)
+        _run_pool(missing, min(jobs, len(missing)), done_missing)
     return records
 
 
