@@ -135,8 +135,10 @@ class CubeKernel(Kernel):
 def run_kernel(kernel, chip=CHIP, block_dim=2, **args):
     gm = GlobalMemory()
     z = gm.tensor("z", np.float32, 256)
+    # these kernels read buffers they never filled (the instructions' cost and path are what
+    # is tested, not their values): the sanitizer's read-of-unwritten-bytes check is off
     return launch(kernel, chip=chip, block_dim=block_dim, gm=gm, args=dict(z=z, **args),
-                  outputs={"z": (z, (256,))})
+                  outputs={"z": (z, (256,))}, sanitize=False)
 
 
 @pytest.mark.parametrize("kernel, args, instruction", [

@@ -34,7 +34,8 @@ def _run(op: str, chip: str):
     try:
         run = run_case(case, chip, case.quick_shape, case.dtypes[0], case.parse_params({}))
     except ParamError as exc:
-        assert "not supported" in str(exc), exc
+        # CANN does not run it there, or npusim does not model the kernel it runs there
+        assert "not supported" in str(exc) or "not modelled on" in str(exc), exc
         return None
     assert run.ok, run.checks
     return run.result

@@ -445,7 +445,7 @@ def test_8192_tokens_top8_4096_bf16_within_one_and_a_half_rooflines():
     assert r.tiling.buffer_num == 4 and r.tiling.block_dim == 48
 
 
-@pytest.mark.parametrize("chip,cycles", [("atlas-a2", 16187), ("atlas-a2-910b4", 17315)])
+@pytest.mark.parametrize("chip,cycles", [("atlas-a2", 23258), ("atlas-a2-910b4", 26160)])
 def test_pinned_cycles(chip, cycles):
     """One exact cycle count per A2 model for 256 tokens x top-8 x 1024 bf16; update
     deliberately when the model changes."""
