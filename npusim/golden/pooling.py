@@ -18,8 +18,9 @@ def _halving(a: np.ndarray) -> np.ndarray:
 def adaptive_avg_pool2d(self_, output_size=(1, 1)):
     x = np.asarray(self_)
     h, w = x.shape[-2:]
-    rows = x.reshape(-1, h * w).astype(np.float32)
-    scaled = (rows * np.float32(1.0 / (h * w))).astype(np.float32)
+    rows = x.reshape(int(np.prod(x.shape[:-2])), h * w).astype(np.float32)
+    scale = np.float32(1.0 / (h * w)) if h * w else np.float32(0)   # empty: no row to scale
+    scaled = (rows * scale).astype(np.float32)
     out = _halving(scaled).astype(x.dtype)
     return {"out": out.reshape(*x.shape[:-2], 1, 1)}
 
@@ -28,5 +29,5 @@ def adaptive_avg_pool2d_backward(grad_output, self_):
     """Fill with 1 / (H x W) in self's dtype, times gradOutput broadcast, in that dtype."""
     dy, x = np.asarray(grad_output), np.asarray(self_)
     h, w = x.shape[-2:]
-    fill = np.asarray(1.0 / (h * w), np.float32).astype(x.dtype)
+    fill = np.asarray(1.0 / (h * w) if h * w else 0.0, np.float32).astype(x.dtype)  # empty: none
     return {"out": np.broadcast_to(fill * dy, x.shape).astype(x.dtype)}
