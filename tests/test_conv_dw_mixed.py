@@ -9,6 +9,7 @@ import torch
 
 import npusim.engine.sequence as seq
 from npusim import ops
+from npusim.errors import GmWriteConflictError
 
 cb = importlib.import_module("npusim.ops.convolution.backward")
 
@@ -174,11 +175,14 @@ def test_mixed_dw_slot_writes_and_reads_never_overlap(kernels, jitter):
 
 def test_mixed_dw_without_its_barriers_races(kernels, monkeypatch):
     """Without the phase barriers the vector cores read slots while, or before, the cube
-    cores write them, and gradWeight comes out wrong."""
+    cores write them, and gradWeight comes out wrong; the sanitizer stops such a run at the
+    cores that write the same GM bytes with nothing between them."""
     good, _ = det2d()
     mixed = importlib.import_module("npusim.ops.convolution.dw_mixed")
     monkeypatch.setattr(mixed, "sync_all", lambda: None)
-    bad, _ = det2d()
+    with pytest.raises(GmWriteConflictError, match="write the same bytes"):
+        det2d()
+    bad, _ = det2d(sanitize=False)
     k = kernels["Conv3DBackpropFilterV2"]
     assert slot_conflicts(*k) + stale_reads(*k) > 0
     assert not np.array_equal(bad.outputs["gradWeight"], good.outputs["gradWeight"])

@@ -28,8 +28,10 @@ Grad's ``scaleBuf``) reads 7 more it never wrote and uses only the first block i
 fewer than 16 rows (M not a multiple of 16), or a k that ends inside a fractal (``matmul`` with
 K not a multiple of 16), reads the fractal's rest, whose products land in rows FixPipe never
 writes out, or meet A's k padding that ND2NZ wrote as zeros (not modelled: a NaN left in B's
-unwritten k rows, which on the chip would make 0 x NaN a NaN). GM is not checked here (the
-operator's inputs are written by the host).
+unwritten k rows, which on the chip would make 0 x NaN a NaN); nor ``local_copy`` (DataCopy
+UB -> UB), which moves whole 32-byte blocks: a row whose length is not a whole block is read with
+the rest of its last block, which lands in the destination's padding (CrossEntropyLossGrad's
+fp32 work rows). GM is not checked here (the operator's inputs are written by the host).
 """
 
 from bisect import bisect_right
@@ -38,7 +40,7 @@ from npusim.engine.race_message import nth, operand_label
 from npusim.errors import UnwrittenReadError
 
 # read padding by design (see above)
-UNCHECKED = frozenset({"trans_data_to_5hd", "brcb", "load_data"})
+UNCHECKED = frozenset({"trans_data_to_5hd", "brcb", "load_data", "local_copy"})
 
 
 class Unwritten:
