@@ -25,17 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusim.dsl import (
-    DataCopyExtParams,
     Kernel,
     TBuf,
     TPosition,
     TQue,
-    data_copy,
-    data_copy_pad,
     get_block_idx,
 )
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, overrides_of
+from npusim.ops.common.blocks import copy_exact, core_slice, split_blocks
 
 MULTI_TILE = 2       # a core with more tiles than this double-buffers (SiluGrad's rule)
 ELEMS_PER_CORE = 1024   # a core for every 1024 elements at least (SiluGrad's host code)
@@ -68,15 +66,6 @@ def max_tile_length(chip, compute, dtype, buffer_num: int) -> int:
         * chip.block_bytes // item
 
 
-def _split(total: int, item: int, block_dim: int, block_bytes: int) -> dict:
-    blocks = ceil_div(total * item, block_bytes)
-    per_block = block_bytes // item
-    small, big_num = divmod(blocks, block_dim)
-    return dict(block_dim=block_dim, big_core_num=big_num,
-                big_core_length=(small + 1) * per_block if big_num else small * per_block,
-                small_core_length=small * per_block)
-
-
 def elementwise_tiling(chip, op: str, compute, total: int, dtype, overrides=None):
     """The default tiling of ``compute`` for ``total`` elements of ``dtype`` on ``chip``,
     with the user's ``overrides`` (errors name ``op``)."""
@@ -84,7 +73,7 @@ def elementwise_tiling(chip, op: str, compute, total: int, dtype, overrides=None
     item = np.dtype(dtype).itemsize
     blocks = ceil_div(total * item, chip.block_bytes)
     cores = max(1, min(chip.vector_core_count, ceil_div(total, ELEMS_PER_CORE), blocks))
-    split = _split(total, item, cores, chip.block_bytes)
+    split = split_blocks(total, item, cores, chip.block_bytes)
     single = max_tile_length(chip, compute, dtype, 1)
     buffer_num = 1 if ceil_div(split["big_core_length"], single) <= MULTI_TILE else 2
     tiling = ElementwiseTiling(total_length=total, buffer_num=buffer_num, tile_length=(
@@ -100,7 +89,7 @@ def elementwise_tiling(chip, op: str, compute, total: int, dtype, overrides=None
         tiling = override(tiling, {"tile_length": max_tile_length(
             chip, compute, dtype, tiling.buffer_num)}, op)
     _validate(chip, op, compute, dtype, tiling, blocks)
-    return override(tiling, _split(total, item, tiling.block_dim, chip.block_bytes), op)
+    return override(tiling, split_blocks(total, item, tiling.block_dim, chip.block_bytes), op)
 
 
 def _validate(chip, op, compute, dtype, t: ElementwiseTiling, blocks: int) -> None:
@@ -128,13 +117,8 @@ class ElementwiseKernel(Kernel):
     """One vector core's share: tiles of every input in, the output out, ``compute`` between."""
 
     def init(self, ins: tuple, out, tiling: ElementwiseTiling, compute):
-        t, idx = tiling, get_block_idx()
-        if idx < t.big_core_num:
-            start, length = idx * t.big_core_length, t.big_core_length
-        else:
-            length = t.small_core_length
-            start = t.big_core_num * t.big_core_length + (idx - t.big_core_num) * length
-        self.length = min(length, t.total_length - start)
+        t = tiling
+        start, self.length = core_slice(t, get_block_idx())
         self.in_gm = [gm[start] for gm in ins]
         self.out_gm = out[start]
         self.tiling, self.compute, self.dtype = t, compute, out.dtype
@@ -167,7 +151,7 @@ class ElementwiseKernel(Kernel):
     def copy_in(self, offset: int, count: int):
         for que, gm in zip(self.in_ques, self.in_gm, strict=True):
             local = que.alloc_tensor(self.dtype)
-            _copy(local, gm[offset], count)
+            copy_exact(local, gm[offset], count)
             que.enque(local)
 
     def compute_tile(self, count: int):
@@ -180,17 +164,8 @@ class ElementwiseKernel(Kernel):
 
     def copy_out(self, offset: int, count: int):
         out = self.out_que.deque()
-        _copy(self.out_gm[offset], out, count)
+        copy_exact(self.out_gm[offset], out, count)
         self.out_que.free_tensor(out)
-
-
-def _copy(dst, src, count: int):
-    """DataCopy whole 32-byte blocks; DataCopyPad the byte-exact tail of the last core."""
-    nbytes = count * src.dtype.itemsize
-    if nbytes % 32 == 0:
-        data_copy(dst, src, count)
-    else:
-        data_copy_pad(dst, src, DataCopyExtParams(block_count=1, block_len=nbytes))
 
 
 def launch_elementwise(run, compute, ins: tuple, out, tiling: ElementwiseTiling):

@@ -35,6 +35,7 @@ from npusim.dsl import (
 )
 from npusim.dsl import vector as vec
 from npusim.ops.common import round_up
+from npusim.ops.common.blocks import copy_exact
 from npusim.ops.moe.permute_grad_tiling import INDEX_BYTES, TAIL_BYTES
 
 BLOCK_BYTES = 32        # DataCopy moves whole 32-byte blocks (BLOCK_SIZE of the source)
@@ -124,7 +125,7 @@ class MoeTokenPermuteGradKernel(Kernel):
         """CopyTokenIn: gather chunk ``h`` of row ``row`` (MTE2)."""
         t = self.tiling
         local = self.in_rows.alloc_tensor(self.dtype)
-        _copy(local, self.grad_gm[row * t.hidden_size + h * t.hidden_splited_length], n)
+        copy_exact(local, self.grad_gm[row * t.hidden_size + h * t.hidden_splited_length], n)
         self.in_rows.enque(local)
 
     def first_copy(self, acc, n: int):
@@ -159,14 +160,6 @@ class MoeTokenPermuteGradKernel(Kernel):
             res = acc
         self.out_que.enque(res)
         res = self.out_que.deque()
-        _copy(self.out_gm[token * t.hidden_size + h * t.hidden_splited_length], res, n)
+        copy_exact(self.out_gm[token * t.hidden_size + h * t.hidden_splited_length], res, n)
         self.out_que.free_tensor(res)
 
-
-def _copy(dst, src, count: int):
-    """DataCopy when the bytes are whole 32-byte blocks, else DataCopyPad (byte exact)."""
-    nbytes = count * src.dtype.itemsize
-    if nbytes % BLOCK_BYTES == 0:
-        data_copy(dst, src, count)
-    else:
-        data_copy_pad(dst, src, DataCopyExtParams(block_count=1, block_len=nbytes))

@@ -17,13 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusim.dsl import (
-    DataCopyExtParams,
     Kernel,
     TBuf,
     TPosition,
     TQue,
-    data_copy,
-    data_copy_pad,
     get_block_idx,
 )
 from npusim.dsl import vector as vec
@@ -42,6 +39,7 @@ from npusim.ops.common import (
     require,
     resolve_chip,
 )
+from npusim.ops.common.blocks import copy_exact, core_slice, split_blocks
 from npusim.ops.common.contiguous import to_gm
 
 OP = "aclnnSiluBackward"
@@ -79,22 +77,13 @@ def max_tile_length(chip, itemsize: int, buffer_num: int) -> int:
         * chip.block_bytes // itemsize
 
 
-def _split(total: int, itemsize: int, block_dim: int, block_bytes: int) -> dict:
-    blocks = ceil_div(total * itemsize, block_bytes)
-    per_block = block_bytes // itemsize
-    small, big_num = divmod(blocks, block_dim)
-    return dict(block_dim=block_dim, big_core_num=big_num,
-                big_core_length=(small + 1) * per_block if big_num else small * per_block,
-                small_core_length=small * per_block)
-
-
 def silu_backward_tiling(chip, total: int, dtype, overrides: dict | None = None):
     """The default tiling for ``total`` elements of ``dtype`` on ``chip``, with ``overrides``."""
     overrides = overrides_of(overrides, OP)
     item = np.dtype(dtype).itemsize
     blocks = ceil_div(total * item, chip.block_bytes)
     cores = max(1, min(chip.vector_core_count, ceil_div(total, 1024), blocks))
-    split = _split(total, item, cores, chip.block_bytes)
+    split = split_blocks(total, item, cores, chip.block_bytes)
     single = max_tile_length(chip, item, 1)
     buffer_num = 1 if ceil_div(split["big_core_length"], single) <= MULTI_TILE else 2
     tiling = SiluBackwardTiling(total_length=total, tile_length=max_tile_length(chip, item,
@@ -110,7 +99,7 @@ def silu_backward_tiling(chip, total: int, dtype, overrides: dict | None = None)
         tiling = override(tiling, {"tile_length": max_tile_length(chip, item,
                                                                   tiling.buffer_num)}, OP)
     _validate(chip, tiling, item, blocks)
-    return override(tiling, _split(total, item, tiling.block_dim, chip.block_bytes), OP)
+    return override(tiling, split_blocks(total, item, tiling.block_dim, chip.block_bytes), OP)
 
 
 def _validate(chip, t: SiluBackwardTiling, item: int, blocks: int) -> None:
@@ -137,13 +126,8 @@ class SiluGradKernel(Kernel):
     """One vector core's share: tiles of gradOutput and self in, gradInput out."""
 
     def init(self, dy, x, dx, tiling: SiluBackwardTiling):
-        t, idx = tiling, get_block_idx()
-        if idx < t.big_core_num:
-            start, length = idx * t.big_core_length, t.big_core_length
-        else:
-            length = t.small_core_length
-            start = t.big_core_num * t.big_core_length + (idx - t.big_core_num) * length
-        self.length = min(length, t.total_length - start)
+        t = tiling
+        start, self.length = core_slice(t, get_block_idx())
         self.dy_gm, self.x_gm, self.dx_gm = dy[start], x[start], dx[start]
         self.tiling, self.dtype = t, dy.dtype
         tile_bytes = t.tile_length * self.dtype.itemsize
@@ -166,8 +150,8 @@ class SiluGradKernel(Kernel):
 
     def copy_in(self, offset: int, count: int):
         dy, x = self.in_dy.alloc_tensor(self.dtype), self.in_x.alloc_tensor(self.dtype)
-        _copy(dy, self.dy_gm[offset], count)
-        _copy(x, self.x_gm[offset], count)
+        copy_exact(dy, self.dy_gm[offset], count)
+        copy_exact(x, self.x_gm[offset], count)
         self.in_dy.enque(dy)
         self.in_x.enque(x)
 
@@ -204,17 +188,8 @@ class SiluGradKernel(Kernel):
 
     def copy_out(self, offset: int, count: int):
         dx = self.out_dx.deque()
-        _copy(self.dx_gm[offset], dx, count)
+        copy_exact(self.dx_gm[offset], dx, count)
         self.out_dx.free_tensor(dx)
-
-
-def _copy(dst, src, count: int):
-    """DataCopy whole 32-byte blocks; DataCopyPad the byte-exact tail of the last core."""
-    nbytes = count * src.dtype.itemsize
-    if nbytes % 32 == 0:
-        data_copy(dst, src, count)
-    else:
-        data_copy_pad(dst, src, DataCopyExtParams(block_count=1, block_len=nbytes))
 
 
 def check_silu_backward(chip, grad_output, self_, grad_input=None, *, has_output=False):
