@@ -32,6 +32,20 @@ def product_name(chip) -> str:
     return PRODUCT_NAMES.get(chip.product, chip.product)
 
 
+def check_modelled_product(op: str, chip, modelled, unmodelled=()) -> None:
+    """ParamError 161002 unless ``chip``'s product is one of ``modelled``; for one of
+    ``unmodelled`` (CANN runs the operator there, npusim does not model that kernel) it says so."""
+    if chip.product in modelled:
+        return
+    supported = ", ".join(PRODUCT_NAMES.get(p, p) for p in modelled)
+    if chip.product in unmodelled:
+        raise ParamError(f"{op}: not supported on {chip.name} ({product_name(chip)}) by npusim: "
+                         f"CANN runs it there, but npusim does not model that kernel; modelled "
+                         f"on: {supported}", code=ACLNN_ERR_PARAM_INVALID)
+    raise ParamError(f"{op}: not supported on {chip.name} ({product_name(chip)}); supported on: "
+                     f"{supported}", code=ACLNN_ERR_PARAM_INVALID)
+
+
 def require(op: str, **tensors) -> None:
     """ParamError 161001 for every argument given as None (aclnn's null pointer)."""
     missing = [name for name, value in tensors.items() if value is None]

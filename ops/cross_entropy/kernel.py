@@ -46,13 +46,11 @@ from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.dsl.scalar_gm import get_values, gm_get_value, scalar_sub_value, set_values
 from npusim.errors import MemoryAccessError
-from npusim.isa.vector import RepeatParams
 from npusim.ops.common import ceil_div, round_up
+from npusim.ops.common.broadcast import mul_by_block
 from npusim.ops.cross_entropy.tiling import BRCB_REPEAT_BYTES, ROW_LANES, CrossEntropyLossGradTiling
 
-FP32_PER_REPEAT = 64      # fp32 elements in one 256-byte vector repeat
 FP32_PER_BLOCK = 8        # fp32 elements in one 32-byte block
-MAX_REPEATS = 255         # repeat_times of one vector instruction (8-bit field)
 SYNC_EVENT_ID = 3         # the queues take event ids 0 and 1 of each pipe pair
 
 
@@ -60,22 +58,6 @@ def sync(event: str) -> None:
     """SetFlag then WaitFlag of one hard event, on an event id the queues do not use."""
     set_flag(event, SYNC_EVENT_ID)
     wait_flag(event, SYNC_EVENT_ID)
-
-
-def mul_by_block(dst, src, block, count: int) -> None:
-    """dst = src x (the value broadcast in ``block``), fp32: Mul with src1 block stride 0."""
-    full, rest = divmod(count, FP32_PER_REPEAT)
-    done = 0
-    while done < full:
-        n = min(MAX_REPEATS, full - done)
-        at = done * FP32_PER_REPEAT
-        vec.mul(dst[at], src[at], block, repeat=RepeatParams(
-            mask=FP32_PER_REPEAT, repeat_times=n, src1_blk_stride=0, src1_rep_stride=0))
-        done += n
-    if rest:
-        at = full * FP32_PER_REPEAT
-        vec.mul(dst[at], src[at], block, repeat=RepeatParams(
-            mask=rest, repeat_times=1, src1_blk_stride=0, src1_rep_stride=0))
 
 
 class CrossEntropyLossGradKernel(Kernel):

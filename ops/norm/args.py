@@ -17,7 +17,7 @@ import numpy as np
 
 from npusim.dtypes import name_of
 from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError
-from npusim.ops.common import PRODUCT_NAMES, as_array, product_name, require
+from npusim.ops.common import as_array, check_modelled_product, require
 
 OP_FWD = "aclnnRmsNorm"
 OP_GRAD = "aclnnRmsNormGrad"
@@ -41,18 +41,6 @@ class NormArgs:
 
 def invalid(op: str, message: str) -> ParamError:
     return ParamError(f"{op}: {message}", code=ACLNN_ERR_PARAM_INVALID)
-
-
-def check_product(op: str, chip) -> None:
-    if chip.product in PRODUCTS:
-        return
-    supported = ", ".join(PRODUCT_NAMES.get(p, p) for p in PRODUCTS)
-    if chip.product in UNMODELLED:
-        raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}) by npusim: CANN "
-                          f"runs it there, but npusim does not model that kernel; modelled on: "
-                          f"{supported}")
-    raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}); supported on: "
-                      f"{supported}")
 
 
 def check_pair(op: str, x_name: str, x, gamma) -> None:
@@ -83,7 +71,7 @@ def check_shapes(op: str, x_name: str, x, gamma) -> tuple:
 def check_rms_norm(chip, x, gamma, epsilon) -> NormArgs:
     """aclnnRmsNorm's rules; epsilon a finite non-negative number (the tiling's check)."""
     require(OP_FWD, x=x, gamma=gamma)
-    check_product(OP_FWD, chip)
+    check_modelled_product(OP_FWD, chip, PRODUCTS, UNMODELLED)
     x, gamma = as_array(OP_FWD, "x", x), as_array(OP_FWD, "gamma", gamma)
     check_pair(OP_FWD, "x", x, gamma)
     number = isinstance(epsilon, int | float | np.floating | np.integer)
@@ -103,7 +91,7 @@ def check_rms_norm_grad(chip, dy, x, rstd, gamma) -> tuple:
     pair, rstd fp32 of x.shape[:n] (or with gamma's dims as 1, as RmsNorm gives it, or flat).
     Returns (NormArgs, dy, rstd)."""
     require(OP_GRAD, dy=dy, x=x, rstd=rstd, gamma=gamma)
-    check_product(OP_GRAD, chip)
+    check_modelled_product(OP_GRAD, chip, PRODUCTS, UNMODELLED)
     a = {n: as_array(OP_GRAD, n, v) for n, v in (("dy", dy), ("x", x), ("rstd", rstd),
                                                  ("gamma", gamma))}
     check_pair(OP_GRAD, "x", a["x"], a["gamma"])

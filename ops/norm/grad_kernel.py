@@ -35,7 +35,8 @@ from npusim.dsl import (
 from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.ops.common import ceil_div
-from npusim.ops.norm.common import copy_row, mul_by_block
+from npusim.ops.common.blocks import copy_exact
+from npusim.ops.common.broadcast import mul_by_block
 from npusim.ops.norm.tiling import RmsNormTiling
 
 SYNC_EVENT_ID = 4   # the four input queues (one buffer each) take ids 0-3 of MTE2 <-> V
@@ -84,7 +85,7 @@ class RmsNormGradKernel(Kernel):
     def process(self):
         t = self.t
         g = self.q["inQueGamma"].alloc_tensor(self.g_dtype)
-        copy_row(g, self.g_gm[0], t.cols)
+        copy_exact(g, self.g_gm[0], t.cols)
         self.q["inQueGamma"].enque(g)
         g = self.q["inQueGamma"].deque()
         dgamma = self.q["outQueDgamma"].alloc_tensor("float32")
@@ -94,7 +95,7 @@ class RmsNormGradKernel(Kernel):
         self.q["inQueGamma"].free_tensor(g)
         self.q["outQueDgamma"].enque(dgamma)
         dgamma = self.q["outQueDgamma"].deque()
-        copy_row(self.ws_gm[self.idx * t.cols], dgamma, t.cols)
+        copy_exact(self.ws_gm[self.idx * t.cols], dgamma, t.cols)
         self.q["outQueDgamma"].free_tensor(dgamma)
         sync_all()
         if self.idx == 0:
@@ -118,7 +119,7 @@ class RmsNormGradKernel(Kernel):
     def copy_in(self, offset: int):
         for name, gm in (("inQueDY", self.dy_gm), ("inQueX", self.x_gm)):
             local = self.q[name].alloc_tensor(self.dtype)
-            copy_row(local, gm[offset], self.t.cols)
+            copy_exact(local, gm[offset], self.t.cols)
             self.q[name].enque(local)
 
     def compute(self, rstd_block, gamma, dgamma):
@@ -161,7 +162,7 @@ class RmsNormGradKernel(Kernel):
 
     def copy_out(self, offset: int):
         dx = self.q["outQueDX"].deque()
-        copy_row(self.dx_gm[offset], dx, self.t.cols)
+        copy_exact(self.dx_gm[offset], dx, self.t.cols)
         self.q["outQueDX"].free_tensor(dx)
 
     def add_dgamma(self):
@@ -172,16 +173,16 @@ class RmsNormGradKernel(Kernel):
         acc = outq.alloc_tensor("float32")
         sync("MTE3_MTE2")          # dgamma's copy to the workspace has read acc's bytes
         sync("V_MTE2")             # the last row's vector work has read tmpBuf
-        copy_row(acc, self.ws_gm[0], n)
+        copy_exact(acc, self.ws_gm[0], n)
         for core in range(1, self.t.block_dim):
             if core > 1:
                 sync("V_MTE2")
-            copy_row(part, self.ws_gm[core * n], n)
+            copy_exact(part, self.ws_gm[core * n], n)
             sync("MTE2_V")
             vec.add(acc, acc, part, n)
         if self.t.block_dim == 1:
             sync("MTE2_V")
         outq.enque(acc)
         acc = outq.deque()
-        copy_row(self.dg_gm[0], acc, n)
+        copy_exact(self.dg_gm[0], acc, n)
         outq.free_tensor(acc)

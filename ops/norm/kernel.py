@@ -19,7 +19,8 @@ import numpy as np
 from npusim.dsl import Kernel, TBuf, TPosition, TQue, get_block_idx
 from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
-from npusim.ops.norm.common import copy_row, mul_by_block
+from npusim.ops.common.blocks import copy_exact
+from npusim.ops.common.broadcast import mul_by_block
 from npusim.ops.norm.tiling import RmsNormTiling
 
 
@@ -57,7 +58,7 @@ class RmsNormKernel(Kernel):
     def process(self):
         t = self.t
         g = self.in_g.alloc_tensor(self.g_dtype)
-        copy_row(g, self.g_gm[0], t.cols)
+        copy_exact(g, self.g_gm[0], t.cols)
         self.in_g.enque(g)
         g = self.in_g.deque()
         vec.duplicate(self.f32("oneBuf"), 1.0, 8)
@@ -74,12 +75,12 @@ class RmsNormKernel(Kernel):
             self.copy_out(offset)
         self.out_r.enque(rstd)
         rstd = self.out_r.deque()
-        copy_row(self.r_gm[self.row0 + start], rstd, count)
+        copy_exact(self.r_gm[self.row0 + start], rstd, count)
         self.out_r.free_tensor(rstd)
 
     def copy_in(self, offset: int):
         x = self.in_x.alloc_tensor(self.dtype)
-        copy_row(x, self.x_gm[offset], self.t.cols)
+        copy_exact(x, self.x_gm[offset], self.t.cols)
         self.in_x.enque(x)
 
     def compute(self, i: int, gamma, rstd_batch):
@@ -124,5 +125,5 @@ class RmsNormKernel(Kernel):
 
     def copy_out(self, offset: int):
         y = self.out_y.deque()
-        copy_row(self.y_gm[offset], y, self.t.cols)
+        copy_exact(self.y_gm[offset], y, self.t.cols)
         self.out_y.free_tensor(y)

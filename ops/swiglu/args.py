@@ -17,7 +17,12 @@ import numpy as np
 
 from npusim.dtypes import name_of
 from npusim.errors import ACLNN_ERR_PARAM_INVALID, ParamError
-from npusim.ops.common import PRODUCT_NAMES, as_array, check_dtype, product_name, require
+from npusim.ops.common import (
+    as_array,
+    check_dtype,
+    check_modelled_product,
+    require,
+)
 
 OP_FWD = "aclnnSwiGlu"
 OP_GRAD = "aclnnSwiGluGrad"
@@ -46,18 +51,6 @@ def invalid(op: str, message: str) -> ParamError:
     return ParamError(f"{op}: {message}", code=ACLNN_ERR_PARAM_INVALID)
 
 
-def check_product(op: str, chip) -> None:
-    if chip.product in DTYPES:
-        return
-    supported = ", ".join(PRODUCT_NAMES.get(p, p) for p in DTYPES)
-    if chip.product in UNMODELLED:
-        raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}) by npusim: CANN "
-                          f"runs it there, but npusim does not model that kernel; modelled on: "
-                          f"{supported}")
-    raise invalid(op, f"not supported on {chip.name} ({product_name(chip)}); supported on: "
-                      f"{supported}")
-
-
 def _check_dim(op: str, x, dim) -> int:
     if x.ndim < 1:
         raise invalid(op, f"x must have at least 1 dim; given shape {tuple(x.shape)}")
@@ -76,7 +69,7 @@ def check_swi_glu(chip, x, dim, y_grad=None, *, grad=False) -> GluArgs:
     op = OP_GRAD if grad else OP_FWD
     tensors = {"yGrad": y_grad, "x": x} if grad else {"x": x}
     require(op, **tensors)
-    check_product(op, chip)
+    check_modelled_product(op, chip, DTYPES, UNMODELLED)
     a = {n: as_array(op, n, v) for n, v in tensors.items()}
     for name, arr in a.items():
         check_dtype(op, name, arr, DTYPES, chip)

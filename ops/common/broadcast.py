@@ -1,6 +1,10 @@
-"""What the two RmsNorm kernels share: row copies and the multiply by a per-row value."""
+"""A Mul by one fp32 value broadcast over a 32-byte block (src1 block and repeat strides 0).
 
-from npusim.dsl import DataCopyExtParams, data_copy, data_copy_pad
+CANN's kernels read a per-row value (a row's rstd, CrossEntropyLossGrad's scale) into a scalar
+register and issue Muls; npusim binds scalar operands when a kernel is recorded, so the value
+is broadcast over a block (Brcb) and multiplied from there. RmsNorm, RmsNormGrad and
+CrossEntropyLossGrad use it."""
+
 from npusim.dsl import vector as vec
 from npusim.isa.vector import RepeatParams
 
@@ -8,20 +12,8 @@ FP32_PER_REPEAT = 64      # fp32 elements in one 256-byte vector repeat
 MAX_REPEATS = 255         # repeat_times of one vector instruction (8-bit field)
 
 
-def copy_row(dst, src, count: int) -> None:
-    """DataCopy whole 32-byte blocks; DataCopyPad a row that is not (DataCopyCustom on A2)."""
-    nbytes = count * src.dtype.itemsize
-    if nbytes % 32 == 0:
-        data_copy(dst, src, count)
-    else:
-        data_copy_pad(dst, src, DataCopyExtParams(block_count=1, block_len=nbytes))
-
-
 def mul_by_block(dst, src, block, count: int) -> None:
-    """dst = src x (the fp32 value broadcast in ``block``): Mul with src1 block stride 0.
-
-    CANN reads the per-row value into a scalar register and issues Muls; npusim binds scalar
-    operands when a kernel is recorded, so the value is broadcast over a block (Brcb) instead."""
+    """dst = src x (the fp32 value broadcast in ``block``): Mul with src1 block stride 0."""
     full, rest = divmod(count, FP32_PER_REPEAT)
     done = 0
     while done < full:
