@@ -15,7 +15,8 @@ import time
 import pytest
 
 SWEEP = ["sweep", "silu_backward", "--shape", "2x1024x1024", "--tiling",
-         "tile_length=pow2:1024:8192", "--tiling", "block_dim=8:48:8", "--jobs", "2"]
+         "tile_length=pow2:1024:8192", "--tiling", "block_dim=8:48:8", "--jobs", "2",
+         "--no-cache"]   # every try simulates: a cached point would end before the signal
 WORKLOAD = "".join(f"""
 [[call]]
 op = "silu_backward"
@@ -93,7 +94,8 @@ def test_one_sigint_ends_the_command_with_workers_gone(command, tmp_path):
     outcomes = []
     for attempt in range(20):
         out = tmp_path / f"out{attempt}"
-        args = (SWEEP if command == "sweep" else ["predict", "wl.toml", "--jobs", "2"])
+        args = (SWEEP if command == "sweep"
+                else ["predict", "wl.toml", "--jobs", "2", "--no-cache"])
         delay, group = rng.uniform(0.3, 2.5), attempt % 2 == 0
         status, err, took, left = _interrupt([*args, "--out", str(out)], delay, group,
                                              tmp_path)
