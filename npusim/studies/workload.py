@@ -2,7 +2,9 @@
 
 A workload has a ``name``, a ``description`` and ``[[call]]`` entries, each what ``npusim run``
 would take: ``op``, ``shape`` ("32x64x56x56"), ``dtype``, optional ``params`` (the ``--param``
-values), optional ``tiling`` and ``note``, and ``count`` (how many times the step runs it).
+values), optional ``tiling``, ``note`` and ``phase`` (``forward``, ``backward`` or
+``optimizer``: the report then gives the step's time by phase), and ``count`` (how many
+times the step runs it).
 ``dtype_on`` optionally gives another dtype on a chip, as a framework's mixed precision would
 choose it there (``dtype_on = { atlas-training = "float16" }`` for a bf16 model on the Atlas
 training series, which has no bf16).
@@ -31,10 +33,11 @@ from pathlib import Path
 from npusim.errors import NpusimError
 
 CALL_KEYS = {"op", "shape", "dtype", "dtype_on", "params", "tiling", "count", "note",
-             "batch_dim"}
+             "batch_dim", "phase"}
 UNMODELLED_KEYS = {"kind", "shape", "dtype", "count", "params", "note", "batch_dim"}
 TOP_KEYS = {"name", "description", "call", "unmodelled", "batch", "batch_unit", "formats"}
 FORMATS = ("aclnn", "internal")
+PHASES = ("forward", "backward", "optimizer")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Call:
     modelled: bool = True
     dtype_on: dict = field(default_factory=dict)    # chip name -> dtype there
     batch_dim: int | None = None                    # the shape's dimension the batch scales
+    phase: str = ""                                 # forward, backward, optimizer, or none
 
     def dtype_for(self, chip: str) -> str:
         return self.dtype_on.get(chip, self.dtype)
@@ -180,7 +184,14 @@ def _call(path, index: int, entry) -> Call:
     return Call(index=index, op=case.name, shape=shape, dtype=dtype, params=params,
                 tiling=dict(tiling), count=count, note=str(entry.get("note", "")),
                 modelled=case.available(), dtype_on=dtype_on,
-                batch_dim=_batch_dim(where, entry, shape))
+                batch_dim=_batch_dim(where, entry, shape), phase=_phase(where, entry))
+
+
+def _phase(where: str, entry: dict) -> str:
+    phase = entry.get("phase", "")
+    if phase and phase not in PHASES:
+        raise NpusimError(f"{where}: phase = {phase!r}; allowed: {', '.join(PHASES)}")
+    return phase
 
 
 def _batch_dim(where: str, entry: dict, shape: tuple):

@@ -43,7 +43,7 @@ def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None) -> dict:
     row = {"call": call.index, "note": call.note, "label": call_label(call), "op": call.op,
            "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
            "params": call.params, "count": call.count, "chip": chip, "share": None,
-           "band": None}
+           "band": None, "phase": call.phase}
     if rec is None:
         return {**row, "status": "not modelled yet",
                 "why": f"npusim does not model {call.op} yet"}

@@ -20,6 +20,7 @@ import json
 from npusim.studies.predict import details, sections
 from npusim.studies.predict.blocks import Num, one_unit
 from npusim.studies.predict.figures import figures
+from npusim.studies.predict.step import step_blocks, step_lines
 
 CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips side by side, "
                           "each bar stacked by kernel",
@@ -28,7 +29,8 @@ CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips s
 
 
 def blocks(result: dict) -> list:
-    out = [*sections.title(result), *sections.scope(result), *sections.headline(result)]
+    out = [*sections.title(result), *sections.scope(result), *sections.headline(result),
+           *step_blocks(result)]
     out += [("figure", "layers.png", CAPTIONS["layers.png"]), *sections.comparison(result),
             ("h2", "The workload"), ("p", result["workload"].description)]
     out += [*details.by_kernel(result), ("figure", "totals.png", CAPTIONS["totals.png"]),
@@ -56,7 +58,7 @@ def text_lines(result: dict) -> list:
             lines += ["  ".join(b[2]), *("  ".join(str(c) for c in row) for row in b[3])]
         elif b[0] == "p":
             lines.append(b[1])
-    return lines
+    return lines + step_lines(result)
 
 
 def markdown(result: dict) -> str:

@@ -11,10 +11,13 @@
   (``npusim.studies.predict.calls.limit_group``), for a summary in a few lines;
 - ``coverage``: the share of the step's FLOPs and bytes the modelled calls cover
   (``npusim.studies.predict.step_accounting``);
-- ``backing``: per kind of call and chip, the validation rows behind its band.
+- ``backing``: per kind of call and chip, the validation rows behind its band;
+- ``step``: per chip, the compared time by phase and by operator, and in both formats
+  (``npusim.studies.predict.step``).
 """
 
 from npusim.studies.predict.calls import limit_group
+from npusim.studies.predict.step import step_summary
 from npusim.studies.predict.step_accounting import KINDS, count
 from npusim.studies.validate.bands import total_band
 
@@ -28,7 +31,8 @@ def summarise(wl, chips: list, rows: list, specs: dict | None = None) -> dict:
             r["share"] = r["total_us"] / totals[r["chip"]]["total_us"]
     return {"common_calls": common, "totals": totals, "excluded": excluded(rows, chips, common),
             "groups": {chip: groups(rows, chip, common) for chip in chips},
-            "coverage": coverage(wl, rows), "backing": backing(rows)}
+            "coverage": coverage(wl, rows), "backing": backing(rows),
+            "step": step_summary(rows, chips, common)}
 
 
 def common_calls(rows: list, chips: list) -> list:

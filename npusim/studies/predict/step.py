@@ -1,0 +1,105 @@
+"""The step as a whole: its time by phase (forward, backward, optimizer) and by operator, and
+in both formats side by side.
+
+Computed over the calls every chip runs (``summary.common_calls``), from the same rows the
+headline sums. Formats: a row's kernels say which are conversions of activations and their
+gradients (``calls.is_conversion``); the step "as aclnn runs it" counts every kernel, "with
+activations kept in NC1HWC0" (``formats = "internal"``) leaves those out. Both come from the
+same discrete-event runs, attributed by kernel, not re-simulated.
+"""
+
+
+def step_summary(rows: list, chips: list, common: list) -> dict:
+    """{chip: {"phases": {phase: us}, "ops": {op: us}, "aclnn_us", "internal_us"}}."""
+    out = {}
+    for chip in chips:
+        mine = [r for r in rows if r["chip"] == chip and r["status"] == "ok"
+                and r["call"] in common]
+        phases, ops = {}, {}
+        for r in mine:
+            phase = r.get("phase") or "step"
+            phases[phase] = phases.get(phase, 0.0) + r["total_us"]
+            ops[r["op"]] = ops.get(r["op"], 0.0) + r["total_us"]
+        every = sum(_all_us(r) for r in mine)
+        conversions = sum(r["conversion_us"] * r["count"] for r in mine)
+        out[chip] = {"phases": phases, "ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
+                     "aclnn_us": every, "internal_us": every - conversions}
+    return out
+
+
+def _all_us(row: dict) -> float:
+    """The call's time x count with every kernel counted, whatever the report's formats."""
+    return sum(k["us"] for k in row["kernels"]) * row["count"]
+
+
+def has_phases(workload) -> bool:
+    return any(c.phase for c in workload.calls)
+
+
+def step_blocks(result: dict) -> list:
+    """The report's step section: phases, both formats, operators; nothing for a workload
+    whose calls name no phase and convert no activation."""
+    chips, step = result["chips"], result["step"]
+    phased = has_phases(result["workload"])
+    converts = any(step[c]["aclnn_us"] != step[c]["internal_us"] for c in chips)
+    if not (phased or converts):
+        return []
+    blocks = [("h2", "The step: by phase, in both formats, by operator")]
+    if phased:
+        blocks.append(_share_table(result, "phases", "phase", PHASE_ORDER))
+    if converts:
+        blocks.append(_formats_table(result))
+    blocks.append(_share_table(result, "ops", "operator", None))
+    return blocks
+
+
+PHASE_ORDER = ("forward", "backward", "optimizer", "step")
+
+
+def _share_table(result: dict, key: str, what: str, order) -> tuple:
+    from npusim.studies.predict.blocks import column, pct, time_num
+
+    chips, step = result["chips"], result["step"]
+    names = [k for k in (order or step[chips[0]][key]) if any(k in step[c][key] for c in chips)]
+    head = [what]
+    for c in chips:
+        head += [column(c, result["batch"]), f"share on {c}"]
+    rows = []
+    for name in names:
+        row = [name]
+        for c in chips:
+            t, whole = step[c][key].get(name, 0.0), sum(step[c][key].values())
+            row += [time_num(t), pct(t / whole if whole else 0.0)]
+        rows.append(row)
+    return ("table", f"step_{key}", head, rows)
+
+
+def _formats_table(result: dict) -> tuple:
+    from npusim.studies.predict.blocks import column, time_num
+
+    chips, step = result["chips"], result["step"]
+    head = ["formats", *(column(c, result["batch"]) for c in chips)]
+    rows = [["aclnn: each call converts NCHW to NC1HWC0 and back (single-operator mode)",
+             *(time_num(step[c]["aclnn_us"]) for c in chips)],
+            ["internal: activations and gradients stay in NC1HWC0 (graph mode)",
+             *(time_num(step[c]["internal_us"]) for c in chips)]]
+    return ("table", "step_formats", head, rows)
+
+
+def step_lines(result: dict) -> list:
+    """The step's phases and both formats in a line per chip, for the command's output."""
+    if "step" not in result or not has_phases(result["workload"]):
+        return []
+    from npusim.studies.predict.blocks import us
+
+    lines = []
+    for chip in result["chips"]:
+        s = result["step"][chip]
+        whole = sum(s["phases"].values())
+        if not whole:
+            continue
+        parts = ", ".join(f"{p} {us(s['phases'][p])} ({s['phases'][p] / whole:.0%})"
+                          for p in PHASE_ORDER if p in s["phases"])
+        lines.append(f"{chip}: step {us(whole)} = {parts}; formats aclnn {us(s['aclnn_us'])}, "
+                     f"internal {us(s['internal_us'])}")
+    return lines
