@@ -165,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
                    "change: record this run's figures in npusim/studies/validate/"
                    "validation_status.toml, which the tests and the error bands read (every "
                    "row must run)")
+    p.add_argument("--steps", action="store_true", help="also run the second block: "
+                   "published whole-step training times (npusim/studies/validate/steps.toml) "
+                   "against each row's workload predicted at its batch (minutes)")
     p.set_defaults(func=commands.validate_command)
     p = sub.add_parser("correlate", help="npusim against an msprof op_summary CSV from "
                        "real hardware", description="Run every row of an msprof op_summary "

@@ -86,8 +86,27 @@ def validate_command(args) -> int:
                     text_lines, write_validation)
     if args.record and not args.table:
         print(f"recorded the table's figures in {write_status(result)}")
+    steps_missed = _validate_steps(args)
     # 1: a counted row outside its tolerance, or a ranking pair outside its own
-    return 0 if not (result["missed"] or result["pairs_missed"]) else 1
+    return 0 if not (result["missed"] or result["pairs_missed"] or steps_missed) else 1
+
+
+def _validate_steps(args) -> bool:
+    """The second block (whole-step rows): run with --steps, else named; True when a row ran
+    outside its tolerance."""
+    from npusim.studies.executor import default_jobs
+    from npusim.studies.validate.steps import lines, load_steps, run_steps
+
+    rows = load_steps()
+    if not args.steps:
+        print(f"whole-step rows: {len(rows)} in npusim/studies/validate/steps.toml, not run "
+              "(npusim validate --steps runs them: minutes)")
+        return False
+    print("whole-step rows (published training steps against the predicted step):")
+    found = run_steps(rows, jobs=args.jobs or default_jobs())
+    for line in lines(found):
+        print(f"  {line}")
+    return any(x["error"] is not None and not x["within"] for x in found)
 
 
 def correlate_command(args) -> int:

@@ -50,7 +50,31 @@ def step_blocks(result: dict) -> list:
     if converts:
         blocks.append(_formats_table(result))
     blocks.append(_share_table(result, "ops", "operator", None))
-    return blocks
+    return blocks + measured_blocks(result)
+
+
+def measured_blocks(result: dict) -> list:
+    """The whole-step rows of this workload (``npusim.studies.validate.steps``): each one's
+    error at this batch, and the batches of the others."""
+    from npusim.studies.validate.steps import lines, rows_elsewhere, step_errors
+
+    found, other = step_errors(result), rows_elsewhere(result)
+    if not (found or other):
+        return []
+    out = [("h2", "The step against published whole-step measurements")]
+    if found:
+        out.append(("ul", lines(found)))
+    if other:
+        batches = sorted({r.batch for r in other})
+        out.append(("p", f"{len(other)} more rows measure this workload at batch "
+                         f"{', '.join(map(str, batches))}: npusim predict "
+                         f"{result['workload'].name} --batch N prints them (npusim validate "
+                         "--steps runs every row)."))
+    out.append(("p", "Published step times include what npusim does not predict: the host's "
+                     "launches and the gaps between kernels, the input pipeline, the "
+                     "framework's fusions and, with 8 cards, the all-reduce "
+                     "(npusim/studies/validate/steps.toml says per row)."))
+    return out
 
 
 PHASE_ORDER = ("forward", "backward", "optimizer", "step")
@@ -102,4 +126,7 @@ def step_lines(result: dict) -> list:
                           for p in PHASE_ORDER if p in s["phases"])
         lines.append(f"{chip}: step {us(whole)} = {parts}; formats aclnn {us(s['aclnn_us'])}, "
                      f"internal {us(s['internal_us'])}")
-    return lines
+    from npusim.studies.validate.steps import lines as row_lines
+    from npusim.studies.validate.steps import step_errors
+
+    return lines + row_lines(step_errors(result))

@@ -1,0 +1,144 @@
+"""The second validation block: published whole-step training times against npusim's step.
+
+Each row of ``steps.toml`` names a workload, a per-card batch, the formats the framework ran
+(graph mode: ``internal``) and the chip model; its prediction is the workload's step on that
+chip, every call counted, in those formats (``npusim.studies.predict.step``). A row whose
+workload did not run every call on its chip has no error: the step would be incomplete.
+``step_errors`` reads a prediction that has already run (``npusim predict`` prints them);
+``run_steps`` predicts every row's workload and batch (``npusim validate --steps``; minutes,
+the study-point cache makes a second run quick). The tolerance, +-25%, was set before any
+row ran; no model number is changed to fit these rows (DESIGN.md, the fidelity rule).
+"""
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from npusim.errors import NpusimError
+
+UNITS = ("ms/step", "images/s")
+FIELDS = ("id", "measurement", "source", "url", "chip", "model", "framework", "cards",
+          "workload", "batch", "formats", "value", "unit", "tolerance", "note")
+
+
+@dataclass(frozen=True)
+class StepRow:
+    id: str
+    measurement: str
+    source: str
+    url: str
+    chip: str
+    model: str
+    framework: str
+    cards: int
+    workload: str
+    batch: int
+    formats: str
+    value: float
+    unit: str
+    tolerance: float
+    note: str
+
+    @property
+    def measured_ms(self) -> float:
+        """The published figure as one card's step time."""
+        return self.value if self.unit == "ms/step" else self.batch / self.value * 1000.0
+
+
+def load_steps(path=None) -> list:
+    """The rows of ``steps.toml`` (or ``path``), each checked."""
+    where = Path(path) if path else Path(str(resources.files("npusim.studies.validate"))) \
+        / "steps.toml"
+    raw = tomllib.loads(where.read_text(encoding="utf-8"))
+    rows = [_row(entry, where) for entry in raw.get("row", [])]
+    ids = [r.id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise NpusimError(f"{where}: two rows share an id")
+    return rows
+
+
+def _row(entry: dict, where) -> StepRow:
+    missing = [f for f in FIELDS if f not in entry]
+    if missing or set(entry) - set(FIELDS):
+        raise NpusimError(f"{where}: row {entry.get('id', '?')}: fields {', '.join(FIELDS)}; "
+                          f"missing {missing}, unknown {sorted(set(entry) - set(FIELDS))}")
+    row = StepRow(**entry)
+    if row.unit not in UNITS or not row.value > 0 or not 0 < row.tolerance < 1:
+        raise NpusimError(f"{where}: row {row.id}: unit one of {', '.join(UNITS)}, value > 0, "
+                          f"0 < tolerance < 1; got {row.unit!r}, {row.value}, {row.tolerance}")
+    if row.formats not in ("aclnn", "internal"):
+        raise NpusimError(f"{where}: row {row.id}: formats {row.formats!r}: aclnn or internal")
+    return row
+
+
+def predicted_ms(result: dict, row: StepRow):
+    """(the step's time on the row's chip in its formats, in ms; None and why when the
+    prediction cannot give it)."""
+    chip = row.model
+    if chip not in result["chips"]:
+        return None, f"{chip} not among the chips predicted"
+    missing = [r["call"] for r in result["rows"] if r["chip"] == chip and r["status"] != "ok"]
+    if missing:
+        return None, f"{len(missing)} calls did not run on {chip} (the step is incomplete)"
+    every = [r for r in result["rows"] if r["chip"] == chip]
+    us = sum(sum(k["us"] for k in r["kernels"] if row.formats == "aclnn" or not k["conversion"])
+             * r["count"] for r in every)
+    return us / 1000.0, ""
+
+
+def step_errors(result: dict, rows=None) -> list:
+    """[{row, predicted_ms, error, within, why}] for the rows of this prediction's workload
+    and batch."""
+    name, batch = result["workload"].name, result["batch"]
+    out = []
+    for row in rows if rows is not None else load_steps():
+        if row.workload != name or row.batch != batch:
+            continue
+        ms, why = predicted_ms(result, row)
+        error = ms / row.measured_ms - 1 if ms is not None else None
+        out.append({"row": row, "predicted_ms": ms, "error": error, "why": why,
+                    "within": error is not None and abs(error) <= row.tolerance})
+    return out
+
+
+def rows_elsewhere(result: dict, rows=None) -> list:
+    """The rows of this workload at another batch (the report says how to run them)."""
+    name, batch = result["workload"].name, result["batch"]
+    return [r for r in (rows if rows is not None else load_steps())
+            if r.workload == name and r.batch != batch]
+
+
+def run_steps(rows=None, *, jobs: int = 1, scheduler=None, on_record=None) -> list:
+    """Predict every row's workload and batch on the chips its rows name; their errors."""
+    from npusim.studies.predict.study import predict
+
+    rows = rows if rows is not None else load_steps()
+    out = []
+    for workload, batch in dict.fromkeys((r.workload, r.batch) for r in rows):
+        mine = [r for r in rows if (r.workload, r.batch) == (workload, batch)]
+        chips = list(dict.fromkeys(r.model for r in mine))
+        result = predict(workload, chips, jobs=jobs, scheduler=scheduler, batch=batch,
+                         on_record=on_record)
+        out += step_errors(result, mine)
+    return out
+
+
+def lines(found: list) -> list:
+    """One line a row, then the figure."""
+    out = []
+    for x in found:
+        r = x["row"]
+        head = (f"{r.id} ({r.model}, batch {r.batch}, {r.cards} card{'s' if r.cards > 1 else ''}"
+                f", formats {r.formats}): measured {r.measured_ms:.1f} ms/step")
+        if x["error"] is None:
+            out.append(f"{head}; no prediction: {x['why']}")
+        else:
+            out.append(f"{head}, predicted {x['predicted_ms']:.1f} ms: {x['error']:+.1%} "
+                       f"({'within' if x['within'] else 'OUTSIDE'} +-{r.tolerance:.0%})")
+    ran = [x for x in found if x["error"] is not None]
+    if ran:
+        mae = sum(abs(x["error"]) for x in ran) / len(ran)
+        out.append(f"whole-step rows: {len(ran)} ran, {sum(x['within'] for x in ran)} within "
+                   f"tolerance; mean absolute error {mae:.1%}")
+    return out
