@@ -3,8 +3,11 @@
 A workload has a ``name``, a ``description`` and ``[[call]]`` entries, each what ``npusim run``
 would take: ``op``, ``shape`` ("32x64x56x56"), ``dtype``, optional ``params`` (the ``--param``
 values), optional ``tiling``, ``note`` and ``phase`` (``forward``, ``backward`` or
-``optimizer``: the report then gives the step's time by phase), and ``count`` (how many
-times the step runs it).
+``optimizer``: the report then gives the step's time by phase), ``products`` (the products
+that run the call, where a framework runs one product another way: SGD's foreach kernels on
+Atlas A2, per-tensor kernels on the training series; a chip of another product leaves the call
+out by design, and the call still counts as run by every chip), and ``count`` (how many times
+the step runs it).
 ``dtype_on`` optionally gives another dtype on a chip, as a framework's mixed precision would
 choose it there (``dtype_on = { atlas-training = "float16" }`` for a bf16 model on the Atlas
 training series, which has no bf16).
@@ -33,11 +36,12 @@ from pathlib import Path
 from npusim.errors import NpusimError
 
 CALL_KEYS = {"op", "shape", "dtype", "dtype_on", "params", "tiling", "count", "note",
-             "batch_dim", "phase"}
+             "batch_dim", "phase", "products"}
 UNMODELLED_KEYS = {"kind", "shape", "dtype", "count", "params", "note", "batch_dim"}
 TOP_KEYS = {"name", "description", "call", "unmodelled", "batch", "batch_unit", "formats"}
 FORMATS = ("aclnn", "internal")
 PHASES = ("forward", "backward", "optimizer")
+PRODUCTS = ("atlas-training", "atlas-a2", "atlas-inference")
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,13 @@ class Call:
     dtype_on: dict = field(default_factory=dict)    # chip name -> dtype there
     batch_dim: int | None = None                    # the shape's dimension the batch scales
     phase: str = ""                                 # forward, backward, optimizer, or none
+    products: tuple = ()                            # the products it runs on; () every one
 
     def dtype_for(self, chip: str) -> str:
         return self.dtype_on.get(chip, self.dtype)
+
+    def runs_on(self, product: str) -> bool:
+        return not self.products or product in self.products
 
 
 @dataclass(frozen=True)
@@ -184,7 +192,17 @@ def _call(path, index: int, entry) -> Call:
     return Call(index=index, op=case.name, shape=shape, dtype=dtype, params=params,
                 tiling=dict(tiling), count=count, note=str(entry.get("note", "")),
                 modelled=case.available(), dtype_on=dtype_on,
-                batch_dim=_batch_dim(where, entry, shape), phase=_phase(where, entry))
+                batch_dim=_batch_dim(where, entry, shape), phase=_phase(where, entry),
+                products=_products(where, entry))
+
+
+def _products(where: str, entry: dict) -> tuple:
+    given = entry.get("products", [])
+    if not isinstance(given, list) or not given and "products" in entry \
+            or any(p not in PRODUCTS for p in given):
+        raise NpusimError(f"{where}: products = {given!r}: a non-empty list of "
+                          f"{', '.join(PRODUCTS)}")
+    return tuple(given)
 
 
 def _phase(where: str, entry: dict) -> str:

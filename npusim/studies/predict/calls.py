@@ -37,13 +37,21 @@ def call_label(call) -> str:
     return call.note or f"{call.op} {'x'.join(map(str, call.shape))}"
 
 
-def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None) -> dict:
-    """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet);
-    ``spec``: what the chip was loaded by (a name or TOML path), which its band checks."""
+ELSEWHERE = "not on this product"
+
+
+def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None,
+             elsewhere: bool = False) -> dict:
+    """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet, or
+    ``elsewhere``: the workload runs the call on other products only); ``spec``: what the chip
+    was loaded by (a name or TOML path), which its band checks."""
     row = {"call": call.index, "note": call.note, "label": call_label(call), "op": call.op,
            "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
            "params": call.params, "count": call.count, "chip": chip, "share": None,
            "band": None, "phase": call.phase}
+    if elsewhere:
+        return {**row, "status": ELSEWHERE, "why": "the workload runs it on "
+                f"{', '.join(call.products)} only (this product runs other calls instead)"}
     if rec is None:
         return {**row, "status": "not modelled yet",
                 "why": f"npusim does not model {call.op} yet"}

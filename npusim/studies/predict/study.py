@@ -37,10 +37,13 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
         wl = rescale(wl, batch)
     specs = resolve_chips(chips)
     pairs = [(call, chip) for call in wl.calls for chip in specs]
-    todo = [i for i, (call, _) in enumerate(pairs) if call.modelled]
+    product = {chip: _product(spec) for chip, spec in specs.items()}
+    todo = [i for i, (call, chip) in enumerate(pairs)
+            if call.modelled and call.runs_on(product[chip])]
     points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
     records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
-    rows = [call_row(call, chip, None, wl.formats) for call, chip in pairs]
+    rows = [call_row(call, chip, None, wl.formats, elsewhere=not call.runs_on(product[chip]))
+            for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
         rows[i] = call_row(*pairs[i], rec, wl.formats, spec=specs[pairs[i][1]])
     if not any(r["status"] == "ok" for r in rows):
@@ -59,6 +62,12 @@ def _none_ran(wl, chips: list, rows: list) -> None:
     raise NpusimError(f"{wl.name}: no call ran on {', '.join(chips)}, so there is nothing "
                       f"to predict; call {first['call']} ({first['label']}) on "
                       f"{first['chip']}: {first['status']}: {first['why']}")
+
+
+def _product(spec: str) -> str:
+    from npusim.chip import load_chip
+
+    return load_chip(spec).product
 
 
 def resolve_chips(chips) -> dict:

@@ -16,7 +16,7 @@
   (``npusim.studies.predict.step``).
 """
 
-from npusim.studies.predict.calls import limit_group
+from npusim.studies.predict.calls import ELSEWHERE, limit_group
 from npusim.studies.predict.step import step_summary
 from npusim.studies.predict.step_accounting import KINDS, count
 from npusim.studies.validate.bands import total_band
@@ -31,17 +31,21 @@ def summarise(wl, chips: list, rows: list, specs: dict | None = None) -> dict:
             r["share"] = r["total_us"] / totals[r["chip"]]["total_us"]
     return {"common_calls": common, "totals": totals, "excluded": excluded(rows, chips, common),
             "groups": {chip: groups(rows, chip, common) for chip in chips},
-            "coverage": coverage(wl, rows), "backing": backing(rows),
+            "coverage": coverage(wl, rows, _first_product(chips, specs)),
+            "backing": backing(rows),
             "step": step_summary(rows, chips, common)}
 
 
 def common_calls(rows: list, chips: list) -> list:
-    ran = {}
+    """The calls every chip runs, or leaves out by the workload's design (``products``); one
+    left out by design on every chip is not common."""
+    ran, used = {}, {}
     for r in rows:
         ran.setdefault(r["call"], set())
-        if r["status"] == "ok":
+        if r["status"] in ("ok", ELSEWHERE):
             ran[r["call"]].add(r["chip"])
-    return sorted(c for c, on in ran.items() if on >= set(chips))
+        used[r["call"]] = used.get(r["call"], False) or r["status"] == "ok"
+    return sorted(c for c, on in ran.items() if on >= set(chips) and used[c])
 
 
 def chip_totals(rows: list, chip: str, common: list, spec=None) -> dict:
@@ -57,7 +61,8 @@ def chip_totals(rows: list, chip: str, common: list, spec=None) -> dict:
             "band": total_band([(r["op"], r["total_us"], r["kernel_us"]) for r in same],
                                spec or chip),
             "excluded_us": sum(r["total_us"] for r in mine if r["call"] not in common),
-            "missing": [r["call"] for r in rows if r["chip"] == chip and r["status"] != "ok"],
+            "missing": [r["call"] for r in rows if r["chip"] == chip
+                        and r["status"] not in ("ok", ELSEWHERE)],
             "left_out_us": sum(r["left_out_us"] * r["count"] for r in same),
             "conversion_us": sum(r["conversion_us"] * r["count"] for r in same),
             "by_kernel": dict(sorted(by_kernel.items(), key=lambda kv: -kv[1])),
@@ -68,7 +73,7 @@ def excluded(rows: list, chips: list, common: list) -> list:
     """[{call, label, op, not_run: {chip: why}, ran_us: {chip: time x count}}]."""
     out = {}
     for r in rows:
-        if r["call"] in common:
+        if r["call"] in common or r["status"] == ELSEWHERE:
             continue
         e = out.setdefault(r["call"], {"call": r["call"], "label": r["label"], "op": r["op"],
                                        "not_run": {}, "ran_us": {}})
@@ -93,12 +98,21 @@ def groups(rows: list, chip: str, common: list) -> list:
     return sorted(out.values(), key=lambda g: -g["us"])
 
 
-def coverage(wl, rows: list) -> dict:
+def _first_product(chips: list, specs) -> str | None:
+    from npusim.chip import load_chip
+
+    return load_chip((specs or {}).get(chips[0], chips[0])).product if chips else None
+
+
+def coverage(wl, rows: list, product: str | None = None) -> dict:
     """The modelled calls' FLOPs and bytes (as the roofline counts them, from the first chip
-    that ran each; x count) against the unmodelled layers' (from their shapes)."""
+    that ran each; x count) against the unmodelled layers' (from their shapes). A call the
+    workload runs on some products only counts when ``product`` (the first chip's) is one."""
     flops = nbytes = 0.0
     counted, uncounted = [], []
     for call in wl.calls:
+        if product and not call.runs_on(product):
+            continue
         ran = next((r for r in rows if r["call"] == call.index and r["status"] == "ok"), None)
         if ran is None:
             uncounted.append(call.index)
