@@ -7,6 +7,7 @@ path."""
 
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
+from npusim.ops.cross_entropy.loss import cross_entropy_loss
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
@@ -26,6 +27,7 @@ __all__ = [
     "add",
     "catlass_matmul",
     "convolution_backward",
+    "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "foreach_add_list_v2",

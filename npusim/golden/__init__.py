@@ -6,6 +6,7 @@ produce an operator's outputs: those come only from the simulated instructions.
 
 from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution_backward
+from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
@@ -23,6 +24,7 @@ __all__ = [
     "add",
     "catlass_matmul",
     "convolution_backward",
+    "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "foreach_add_list_v2",
