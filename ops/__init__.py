@@ -9,7 +9,7 @@ from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.cross_entropy.loss import cross_entropy_loss
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
-from npusim.ops.elementwise.operators import add, relu, threshold_backward
+from npusim.ops.elementwise.operators import add, muls, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.foreach.operators import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.ops.matmul.operator import matmul
@@ -34,6 +34,7 @@ __all__ = [
     "foreach_mul_scalar_v2",
     "matmul",
     "moe_token_permute_grad",
+    "muls",
     "relu",
     "rms_norm",
     "rms_norm_grad",

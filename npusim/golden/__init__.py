@@ -8,7 +8,7 @@ from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution_backward
 from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
-from npusim.golden.elementwise import add, relu, threshold_backward
+from npusim.golden.elementwise import add, muls, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.golden.matmul import matmul
@@ -31,6 +31,7 @@ __all__ = [
     "foreach_mul_scalar_v2",
     "matmul",
     "moe_token_permute_grad",
+    "muls",
     "relu",
     "rms_norm",
     "rms_norm_grad",
