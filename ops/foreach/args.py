@@ -85,11 +85,21 @@ def check_dtypes(op: str, chip, lists: dict) -> None:
                                    f"is {first[2]}, {name}[{i}] is {got}")
 
 
+def check_product(op: str, chip) -> None:
+    """161002 off Atlas A2, saying what torch_npu runs on the Atlas training series instead."""
+    try:
+        check_modelled_product(op, chip, PRODUCTS)
+    except ParamError as exc:
+        hint = ("; there torch_npu runs aclnnAdd and aclnnMuls per tensor (npusim.ops.add, "
+                "npusim.ops.muls)" if chip.product == "atlas-training" else "")
+        raise ParamError(f"{exc}{hint}", code=exc.code) from None
+
+
 def check_foreach_add_list(chip, x1, x2, alpha):
     """Returns (x1 arrays, x2 arrays, alpha as a float)."""
     a, b = check_list(ADD_LIST, "x1", x1), check_list(ADD_LIST, "x2", x2)
     value = check_scalar(ADD_LIST, "alpha", alpha)
-    check_modelled_product(ADD_LIST, chip, PRODUCTS)
+    check_product(ADD_LIST, chip)
     if len(a) != len(b):
         raise _invalid(ADD_LIST, f"x1 holds {len(a)} tensors and x2 {len(b)}; they must hold "
                                  "as many")
@@ -105,6 +115,6 @@ def check_foreach_mul_scalar(chip, x, scalar):
     """Returns (x arrays, scalar as a float)."""
     a = check_list(MUL_SCALAR, "x", x)
     value = check_scalar(MUL_SCALAR, "scalar", scalar)
-    check_modelled_product(MUL_SCALAR, chip, PRODUCTS)
+    check_product(MUL_SCALAR, chip)
     check_dtypes(MUL_SCALAR, chip, {"x": a})
     return a, value
