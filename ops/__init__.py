@@ -7,9 +7,11 @@ path."""
 
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
+from npusim.ops.cross_entropy.loss import cross_entropy_loss
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
-from npusim.ops.elementwise.operators import add, relu, threshold_backward
+from npusim.ops.elementwise.operators import add, muls, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
+from npusim.ops.foreach.operators import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.norm.rms_norm import rms_norm
@@ -25,10 +27,14 @@ __all__ = [
     "add",
     "catlass_matmul",
     "convolution_backward",
+    "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "foreach_add_list_v2",
+    "foreach_mul_scalar_v2",
     "matmul",
     "moe_token_permute_grad",
+    "muls",
     "relu",
     "rms_norm",
     "rms_norm_grad",

@@ -101,6 +101,31 @@ def cross_entropy(chip, **options):
 
 
 
+
+def cross_entropy_forward(chip, **options):
+    """CrossEntropyLoss, mean with a weight: Contiguous(input), chunked rows (three passes),
+    row batches, the pick Gathers, the workspace and SyncAll (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnCrossEntropyLoss runs on Atlas A2 only")
+    rng = np.random.default_rng(23)
+    x = rng.uniform(-4, 4, (300, 20)).astype(np.float16).T
+    target = rng.integers(0, 300, 20)
+    target[3] = -100
+    return ops.cross_entropy_loss(x, target, rng.uniform(0.5, 2, 300).astype(np.float32),
+                                  chip=chip, tiling={"block_dim": 4, "row_batch": 2,
+                                                     "col_chunk": 256}, **options)
+
+
+def foreach_add(chip, **options):
+    """ForeachAddList on bf16 (A2 only): small tiles crossing tensor ends, casts through fp32."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnForeachAddListV2 runs on Atlas A2 only")
+    rng = np.random.default_rng(24)
+    a = [rng.uniform(-2, 2, n).astype(bfloat16) for n in (700, 33, 1500)]
+    b = [rng.uniform(-2, 2, n).astype(bfloat16) for n in (700, 33, 1500)]
+    return ops.foreach_add_list_v2(a, b, -0.1, chip=chip,
+                                   tiling={"block_dim": 3, "tile_length": 512}, **options)
+
 EMB_VARIANTS = {"atlas-a2": {"sorted": "sorted", "default": None, "deterministic":
                              "deterministic"},
                 "atlas-training": {"sorted": "v1", "default": "v1", "deterministic": "v1"}}
@@ -226,6 +251,8 @@ KERNELS = {
                                                                           "deterministic", **o),
     "threshold_backward (elementwise template) + contiguous": elementwise,
     "add bf16 alpha: Mul then Add": add_two_kernels,
+    "cross_entropy_loss (forward) chunked + contiguous": cross_entropy_forward,
+    "foreach_add_list_v2 bf16": foreach_add,
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),

@@ -140,9 +140,16 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
                           np.ascontiguousarray(b).reshape(-1).view(np.uint8))
 
 
+def _nbytes(arg) -> int:
+    """An input's bytes; a tensor list (the foreach operators) counts every tensor."""
+    if isinstance(arg, list | tuple):
+        return sum(_nbytes(a) for a in arg)
+    return arg.nbytes
+
+
 def moved_bytes(run: CaseRun) -> int:
     """The operator's tensors in and out, each counted once."""
-    inputs = sum(a.nbytes for a in run.args)
+    inputs = sum(_nbytes(a) for a in run.args)
     outputs = sum(o.nbytes for o in run.result.outputs.values() if o is not None)
     return inputs + outputs
 

@@ -6,9 +6,11 @@ produce an operator's outputs: those come only from the simulated instructions.
 
 from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution_backward
+from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
-from npusim.golden.elementwise import add, relu, threshold_backward
+from npusim.golden.elementwise import add, muls, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
+from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
@@ -22,10 +24,14 @@ __all__ = [
     "add",
     "catlass_matmul",
     "convolution_backward",
+    "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "foreach_add_list_v2",
+    "foreach_mul_scalar_v2",
     "matmul",
     "moe_token_permute_grad",
+    "muls",
     "relu",
     "rms_norm",
     "rms_norm_grad",

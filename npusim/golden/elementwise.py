@@ -40,3 +40,11 @@ def add(self_, other, alpha=1):
     alpha_bf16 = np.float32(np.asarray(alpha, np.float32).astype(bfloat16))   # Mul, then Add
     scaled = (b.astype(np.float32) * alpha_bf16).astype(bfloat16)
     return {"out": (a.astype(np.float32) + scaled.astype(np.float32)).astype(bfloat16)}
+
+
+def muls(self_, other):
+    """aclnnMuls: fp16/fp32 times the scalar in the dtype; bf16 through fp32, one rounding."""
+    x = np.asarray(self_)
+    ct = _compute_dtype(x.dtype)
+    s = np.asarray(float(other), np.float64).astype(ct)
+    return {"out": (x.astype(ct) * s).astype(ct).astype(x.dtype)}

@@ -1,2 +1,2 @@
-"""aclnnCrossEntropyLossGrad: argument checks (args), tiling, the vector kernel (kernel) and the
-operator (loss_grad)."""
+"""aclnnCrossEntropyLoss (the forward: loss_args, loss_tiling, loss_kernel, loss) and
+aclnnCrossEntropyLossGrad (args, tiling, kernel, loss_grad)."""

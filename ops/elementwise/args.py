@@ -5,7 +5,8 @@ From the operators' documents and op_api sources (hicann/ops-nn
 aclnn_threshold_backward.cpp``; hicann/ops-math ``math/add/op_host/op_api/aclnn_add.cpp``): a
 missing tensor or scalar is 161001; a dtype outside the product's list, differing dtypes, more
 than 8 dimensions or shapes that do not broadcast are 161002. Products: Relu on the Atlas
-training series and A2; ThresholdBackward and Add also on the Atlas inference series.
+training series and A2; ThresholdBackward, Add and Muls also on the Atlas inference series
+(aclnnMuls: hicann/ops-math ``math/mul/op_host/op_api/aclnn_mul.cpp``).
 
 npusim models the floating dtypes a training step uses (fp16 and fp32, and bf16 on A2, where
 the documents list it). The documents' integer (and, for Add, double, complex and bool) dtypes
@@ -32,7 +33,9 @@ NOT_MODELLED = {   # what the documents list beyond the modelled floats
     "aclnnRelu": "int8, int32, int64, uint8",
     "aclnnThresholdBackward": "int32, int8, uint8",
     "aclnnAdd": "int32, int64, int16, int8, uint8, double, bool, complex64, complex128",
+    "aclnnMuls": "int32, int64, int16, int8, uint8, double, bool, complex64, complex128",
 }
+MULS_DTYPES = ADD_DTYPES   # aclnn_mul.cpp's ASCEND910 / ASCEND910B lists (floats)
 
 
 def check_product(op: str, chip, dtypes: dict) -> None:
@@ -137,3 +140,19 @@ def check_add(chip, self_, other, alpha, out=None, *, has_output=False):
     check_dims(op, **arrays)
     check_equal_shapes(op, **arrays)
     return arrays["self"], arrays["other"], a
+
+
+def check_muls(chip, self_, other, out=None, *, has_output=False):
+    """aclnnMuls: a tensor and a host scalar; returns (self, other as a float)."""
+    op = "aclnnMuls"
+    tensors = {"self": self_, **({"out": out} if has_output else {})}
+    require(op, **tensors)
+    value = check_scalar(op, "other", other)
+    check_product(op, chip, MULS_DTYPES)
+    arrays = {n: as_array(op, n, v) for n, v in tensors.items()}
+    for name, arr in arrays.items():
+        check_float_dtype(op, name, arr, MULS_DTYPES, chip)
+    check_same(op, "the dtypes", **{n: name_of(a.dtype) for n, a in arrays.items()})
+    check_dims(op, **arrays)
+    check_equal_shapes(op, **arrays)
+    return arrays["self"], value

@@ -14,6 +14,9 @@ Kernels modelled (CANN 8.x, Atlas training and A2, TBE DSL; kernels.md §1(b) fo
   with the threshold and a select of gradOutput or 0 (TBE's ``vcmpsel``) **[inference: the TBE
   sources' exact instruction choice was not read]**.
 - ``Fill``: ``Duplicate`` of a value (aclnn's l0op::Fill), no input.
+- aclnnMuls: ``Mul`` by the scalar converted to a one-element tensor of self's dtype (fp16, fp32:
+  ``vmuls``); for bf16 with a double scalar (what torch passes) ``Muls`` (l0op::Muls, the scalar
+  as fp32), through fp32 **[inference: the Muls kernel's source was not read]**.
 - ``Add``: ``vadd``. ``Axpy`` (alpha != 1, fp16/fp32): ``vmuls`` of other by alpha, then
   ``vadd``. ``Mul`` (the bf16 alpha path's first kernel): ``vmuls`` by alpha.
 """
@@ -171,3 +174,10 @@ class Fill(_Compute):
 
     def __call__(self, k, out, ins, n):
         vec.duplicate(out, float(self.value), n)
+
+
+@dataclass(frozen=True)
+class MulsBf16(Muls):
+    """aclnnMuls' bf16 kernel (l0op::Muls): out = self * scalar through fp32."""
+
+    op_type: ClassVar[str] = "Muls"

@@ -10,6 +10,8 @@ and launches its CANN kernel(s):
 - ``add``: Add when alpha is 1; Axpy (other scaled by alpha, then added) for fp16 and fp32 when
   alpha is not 1; for bf16 (not in Axpy's list) Mul of other by alpha (alpha converted to bf16,
   as ``ConvertToTensor`` does), then Add, two kernels.
+- ``muls``: Mul by the scalar in self's dtype (fp16, fp32); Muls through fp32 (bf16). What
+  torch_npu runs per tensor for ``torch.optim.SGD``'s momentum on the Atlas training series.
 
 Kernels (``stats["kernels"]`` op_type, launch order): [Contiguous per strided input], then the
 above. The output is written contiguous (aclnn's ViewCopy into a strided ``out`` is not
@@ -21,11 +23,11 @@ import numpy as np
 from npusim.engine.sequence import OpRun
 from npusim.ops.common import resolve_chip
 from npusim.ops.common.contiguous import to_gm
-from npusim.ops.elementwise.args import check_add, check_relu, check_threshold_backward
-from npusim.ops.elementwise.computes import Add, Axpy, Muls, Relu, ThresholdGrad
+from npusim.ops.elementwise.args import check_add, check_muls, check_relu, check_threshold_backward
+from npusim.ops.elementwise.computes import Add, Axpy, Muls, MulsBf16, Relu, ThresholdGrad
 from npusim.ops.elementwise.template import elementwise_tiling, launch_elementwise
 
-RELU, THRESHOLD, ADD = "aclnnRelu", "aclnnThresholdBackward", "aclnnAdd"
+RELU, THRESHOLD, ADD, MULS = "aclnnRelu", "aclnnThresholdBackward", "aclnnAdd", "aclnnMuls"
 AXPY_DTYPES = ("float16", "float32")   # aclnn_add.cpp's AXPY_DTYPE_SUPPORT_LIST (floats)
 
 
@@ -91,3 +93,20 @@ def add(self_, other, alpha=1, *, chip="atlas-a2", tiling=None, mode="timed", nu
     launch_elementwise(run, plan[-1], (a_gm, b_gm), out_gm, t)
     workspace = a.nbytes if len(plan) == 2 else 0
     return run.result({"out": (out_gm, a.shape)}, tiling=t, workspace_bytes=workspace)
+
+
+def muls(self_, other, *, chip="atlas-a2", tiling=None, mode="timed", numerics=True, trace=True,
+         sanitize=True, jitter=None):
+    """Run aclnnMuls on ``chip``: ``outputs["out"]`` = self * other (a scalar)."""
+    chip = resolve_chip(chip)
+    x, value = check_muls(chip, self_, other)
+    if np.dtype(x.dtype).name == "bfloat16":
+        compute = MulsBf16(alpha=float(np.float32(value)))
+    else:
+        compute = Muls(alpha=float(np.asarray(value, np.float64).astype(x.dtype)))
+    t = elementwise_tiling(chip, MULS, compute, x.size, x.dtype, tiling)
+    run = _run(chip, mode, numerics, trace, sanitize, jitter)
+    x_gm = to_gm(run, "self", x)
+    out_gm = run.gm.tensor("out", x.dtype, x.size)
+    launch_elementwise(run, compute, (x_gm,), out_gm, t)
+    return run.result({"out": (out_gm, x.shape)}, tiling=t)
