@@ -95,7 +95,8 @@ def _validate_steps(args) -> bool:
     """The second block (whole-step rows): run with --steps, else named; True when a row ran
     outside its tolerance."""
     from npusim.studies.executor import default_jobs
-    from npusim.studies.validate.steps import lines, load_steps, run_steps
+    from npusim.studies.validate.steps import lines, load_steps
+    from npusim.studies.validate.steps_run import run_steps
 
     rows = load_steps()
     if not args.steps:

@@ -7,8 +7,8 @@ workload did not run every call on its chip has no error, unless what did not ru
 1% of the step where it ran (``MISSING_SHARE``, set before any row ran; the line says which
 calls): the 32 x 1000 loss is Atlas A2 only in CANN and takes microseconds of a 30 ms step.
 ``step_errors`` reads a prediction that has already run (``npusim predict`` prints them);
-``run_steps`` predicts every row's workload and batch (``npusim validate --steps``; minutes,
-the study-point cache makes a second run quick). The tolerance, +-25%, was set before any
+``steps_run.run_steps`` predicts every row's workload and batch (``npusim validate --steps``;
+minutes, the study-point cache makes a second run quick). The tolerance, +-25%, was set before any
 row ran; no model number is changed to fit these rows (DESIGN.md, the fidelity rule).
 """
 
@@ -131,21 +131,6 @@ def rows_elsewhere(result: dict, rows=None) -> list:
     name, batch = result["workload"].name, result["batch"]
     return [r for r in (rows if rows is not None else load_steps())
             if r.workload == name and r.batch != batch]
-
-
-def run_steps(rows=None, *, jobs: int = 1, scheduler=None, on_record=None) -> list:
-    """Predict every row's workload and batch on the chips its rows name; their errors."""
-    from npusim.studies.predict.study import predict
-
-    rows = rows if rows is not None else load_steps()
-    out = []
-    for workload, batch in dict.fromkeys((r.workload, r.batch) for r in rows):
-        mine = [r for r in rows if (r.workload, r.batch) == (workload, batch)]
-        chips = list(dict.fromkeys(r.model for r in mine))
-        result = predict(workload, chips, jobs=jobs, scheduler=scheduler, batch=batch,
-                         on_record=on_record)
-        out += step_errors(result, mine)
-    return out
 
 
 def lines(found: list) -> list:
