@@ -244,3 +244,27 @@ def test_sanitizer_clean_and_a2_faster():
     cfg = dict(stride=[1, 1], padding=[1, 1], dilation=[1, 1])
     a2, training = (check(c, x, w, cfg) for c in CHIPS)
     assert a2.time_us < training.time_us
+
+
+def test_aclnn_two_phase():
+    from npusim import aclnn
+
+    aclnn.aclrtSetDevice(0, chip="atlas-training")
+    x, w = make(np.float16, 2, 5, 7, (9, 8), (3, 3), seed=11)
+    out = np.zeros((2, 7, 9, 8), np.float16)
+    t = [aclnn.Tensor(a) for a in (x, w, out)]
+    status, size, ex = aclnn.aclnnConvolutionGetWorkspaceSize(
+        t[0], t[1], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, t[2], 1)
+    assert status == 0 and size > 0
+    assert aclnn.aclnnConvolution(np.zeros(size, np.uint8), size, ex, None) == 0
+    want = ops.convolution(x, w, stride=[1, 1], padding=[1, 1], dilation=[1, 1],
+                           chip="atlas-training").outputs["output"]
+    assert_bit_equal(out, want, "output")
+    wrong = aclnn.Tensor(np.zeros((2, 7, 9, 9), np.float16))
+    bad = aclnn.aclnnConvolutionGetWorkspaceSize(
+        t[0], t[1], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, wrong, 1)
+    assert bad[0] == 161002 and "output" in aclnn.aclGetRecentErrMsg()
+    null = aclnn.aclnnConvolutionGetWorkspaceSize(
+        None, t[1], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, t[2], 1)
+    assert null[0] == 161001
+    aclnn.aclrtSetDevice(0, chip="atlas-a2")
