@@ -140,7 +140,8 @@ def test_empty_batch():
 
 def test_conv2d_alone_on_nc1hwc0():
     """Graph mode: ``launch_conv2d`` runs Conv2D alone on an input already in NC1HWC0 and a
-    weight in FRACTAL_Z; its (N, Ho·Wo, Cout16) rows hold the golden's output."""
+    weight in FRACTAL_Z; its NC1HWC0 output holds the golden's output, zeros in the padding
+    channels (the next layer's input as it is)."""
     from npusim.ops.common import resolve_chip
     from npusim.ops.convolution.forward import launch_conv2d, output_nd_elements
     from npusim.ops.convolution.forward_args import check_convolution
@@ -164,13 +165,14 @@ def test_conv2d_alone_on_nc1hwc0():
     wb = run.gm.tensor("weight.fz", np.float16, 9 * 2 * 2 * 16 * 16)
     run_transdata(run, plan, wgm, wb)
     x5gm = run.gm.tensor("input.5hd", np.float16, x5.size, x5)
-    nd = run.gm.tensor("output.nd", np.float16, output_nd_elements(p))
-    launch_conv2d(run, x5gm, wb, nd, p, t, np.dtype(np.float16), np.dtype(np.float16), False)
-    r = run.result({"nd": (nd, (2, 4 * 9, 32))})
+    y5 = run.gm.tensor("output.5hd", np.float16, output_nd_elements(p))
+    launch_conv2d(run, x5gm, wb, y5, p, t, np.dtype(np.float16), np.dtype(np.float16), False)
+    r = run.result({"y5": (y5, (2, 2, 4, 9, 16))})                  # N, Cout1, Ho, Wo, C0
     assert [k["name"] for k in r.stats["kernels"]] == ["TransData(weight)", "Conv2D"]
     want = golden.convolution(x, w, **cfg)["output"]                 # N, Cout, Ho, Wo
-    got = r.outputs["nd"][:, :, :24].reshape(2, 4, 9, 24).transpose(0, 3, 1, 2)
-    assert_bit_equal(np.ascontiguousarray(got), want, "output")
+    got = r.outputs["y5"].transpose(0, 1, 4, 2, 3).reshape(2, 32, 4, 9)
+    assert_bit_equal(np.ascontiguousarray(got[:, :24]), want, "output")
+    assert not np.any(got[:, 24:])                                   # padding channels zero
 
 
 def _call(**over):

@@ -15,13 +15,16 @@ The Conv2D kernel is the cube kernel ConvolutionBackward runs for gradInput
 (``ops/convolution/cube.py``, ``DxKernel``) on the problem of a transposed convolution's dx,
 which is a forward convolution (kernels.md §2(b)5; ``geometry.forward_problem``): the map is the
 input in NC1HWC0, read by LoadData3D with the stride, dilation and pads; K = (Cin1, kh, kw,
-C0); N = output channels; L0C leaves by FixPipe (A2) or L0C -> UB -> GM (Atlas training /
-inference), converted to the kernel's output dtype. Its tiling is ConvolutionBackward's dx
-tiling (the ``dx_*`` fields, base_m / base_n / base_k, buffers) derived the same way.
+C0); N = output channels. A 16-bit output leaves L0C in NC1HWC0 (C0 16) as CANN's Conv2D
+writes it: FixPipe NZ2NZ with the fp32 -> fp16/bf16 conversion (A2), or L0C -> UB, a vector
+Cast and one copy per 16-channel Z column (Atlas training / inference); TransData(output) reads
+NC1HWC0. Its tiling is ConvolutionBackward's dx tiling (the ``dx_*`` fields, base_m / base_n /
+base_k, buffers) derived the same way.
 
-Differences from CANN, modelled as they are: Conv2D writes (N, Ho·Wo, Cout padded to 16) rows
-(the dx kernel's layout) where CANN's Conv2D writes NC1HWC0; the same bytes, in rows of all of
-a block's channels rather than 16-channel blocks, and TransData(output) reads that layout.
+Differences from CANN, modelled as they are: a FLOAT output (Atlas A2, HF32 or fp32 cube) is
+written as (N, Ho·Wo, Cout padded to 16) rows by FixPipe NZ2ND, where CANN writes NC1HWC0 of
+C0 8 through FixPipe's channel split, which npusim's FixPipe does not model; the same bytes, and
+TransData(output) reads that layout.
 The C04 layout (bf16 with Cin <= 4 on A2, and one fp16 customer shape), the splitW branch
 (Conv3D for wide inputs), the conv-to-matmul shortcut (feature map equal to the kernel) and
 the special 1-D matmul are not modelled: the general Conv2D computes the same results.
@@ -43,7 +46,12 @@ from npusim.ops.convolution.geometry import forward_problem
 from npusim.ops.convolution.tiling import conv_tiling
 from npusim.ops.convolution.tiling_fit import dx_l1_bytes
 from npusim.ops.transdata.kernel import run_transdata
-from npusim.ops.transdata.plan import plan_from_nd, plan_to_5hd, plan_weight_dx
+from npusim.ops.transdata.plan import (
+    plan_from_5hd,
+    plan_from_nd,
+    plan_to_5hd,
+    plan_weight_dx,
+)
 
 
 def convolution(input, weight, bias=None, *, stride, padding, dilation,  # noqa: A002
@@ -83,13 +91,19 @@ def _single_op(run, spec, prob, t, cd, out) -> int:
     run_transdata(run, plan_weight_dx(run.chip, "TransData(weight)", spec.w5_shape, 1,
                                       prob.kc, prob.nc, True, c0, w.dtype, cd), w, wb)
     kd = np.dtype(spec.kernel_dtype)
-    nd = run.gm.tensor("output.nd", kd, output_nd_elements(prob))
-    launch_conv2d(run, x5, wb, nd, prob, t, cd, kd, spec.hf32)
+    five = kd.itemsize == 2   # Conv2D writes NC1HWC0 (C0 16); FLOAT: ND rows (module doc)
+    y = run.gm.tensor("output.5hd" if five else "output.nd", kd, output_nd_elements(prob))
+    launch_conv2d(run, x5, wb, y, prob, t, cd, kd, spec.hf32, out_5hd=five)
     hw = prob.out_dhw[1] * prob.out_dhw[2]
-    plan = plan_from_nd(run.chip, "TransData(output)",
-                        (prob.n, 1, prob.out_dhw[0], hw, round_up(prob.nc, 16)), spec.cout, 1,
-                        kd, np.dtype(spec.out_dtype))
-    run_transdata(run, plan, nd, out)
+    n16 = round_up(prob.nc, 16)
+    if five:
+        plan = plan_from_5hd(run.chip, "TransData(output)",
+                             (prob.n, prob.out_dhw[0], n16 // 16, hw, 16), spec.cout, kd,
+                             np.dtype(spec.out_dtype))
+    else:
+        plan = plan_from_nd(run.chip, "TransData(output)", (prob.n, 1, prob.out_dhw[0], hw, n16),
+                            spec.cout, 1, kd, np.dtype(spec.out_dtype))
+    run_transdata(run, plan, y, out)
     return _workspace(spec, prob, c0, cd, kd)
 
 
@@ -112,23 +126,26 @@ def fractal_z_elements(prob, c0: int) -> int:
 
 
 def output_nd_elements(prob) -> int:
-    """Elements of Conv2D's output rows: (N, Do, Ho·Wo, Cout padded to 16)."""
+    """Elements of Conv2D's output: (N, Do, Ho·Wo, Cout padded to 16), in NC1HWC0 or rows."""
     return (prob.n * prob.out_dhw[0] * prob.out_dhw[1] * prob.out_dhw[2]
             * round_up(prob.nc, 16))
 
 
-def launch_conv2d(run, x5, wb, out, prob, t, cd, out_dtype, hf32) -> None:
+def launch_conv2d(run, x5, wb, out, prob, t, cd, out_dtype, hf32, out_5hd=True) -> None:
     """Launch the Conv2D cube kernel alone: ``x5`` the input in NC1HWC0 (N, C1, H, W, C0) of
     the cube's dtype ``cd``, ``wb`` the weight in FRACTAL_Z as ``plan_weight_dx`` (transposed
-    order) writes it, ``out`` (N, Ho·Wo, Cout padded to 16) of ``out_dtype``; ``prob`` from
-    ``geometry.forward_problem``, ``t`` from ``tiling.conv_tiling`` with it as dx. This is the
-    whole of what a graph-mode step runs for a convolution whose activations are already in
-    NC1HWC0."""
+    order) writes it, ``out`` of ``out_dtype``: with ``out_5hd`` (a 16-bit ``out_dtype``) the
+    output in NC1HWC0 (N, Cout1, Ho, Wo, 16) as CANN's Conv2D writes it, else (N, Ho·Wo, Cout
+    padded to 16) rows; ``prob`` from ``geometry.forward_problem``, ``t`` from
+    ``tiling.conv_tiling`` with it as dx. This is the whole of what a graph-mode step runs for a
+    convolution whose activations stay in NC1HWC0: its output is the next layer's input."""
     c0 = 32 // cd.itemsize
     l1_a, l1_b = dx_l1_bytes(prob, t, c0, cd.itemsize)
-    run.launch(DxKernel, block_dim=t.dx_block_dim, name="Conv2D", impl="tbe",
-               args=dict(dy5=x5, wb=wb, out=out, prob=prob, tiling=t, cd=cd,
-                         out_dtype=np.dtype(out_dtype), l1_a=l1_a, l1_b=l1_b, hf32=hf32))
+    args = dict(dy5=x5, wb=wb, out=out, prob=prob, tiling=t, cd=cd,
+                out_dtype=np.dtype(out_dtype), l1_a=l1_a, l1_b=l1_b, hf32=hf32)
+    if out_5hd:
+        args["out_5hd"] = True
+    run.launch(DxKernel, block_dim=t.dx_block_dim, name="Conv2D", impl="tbe", args=args)
 
 
 def golden_options(result, input, weight, cube_math_type) -> dict:  # noqa: A002
