@@ -7,6 +7,7 @@ path."""
 
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
+from npusim.ops.convolution.forward import convolution
 from npusim.ops.cross_entropy.loss import cross_entropy_loss
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, muls, relu, threshold_backward
@@ -26,6 +27,7 @@ __all__ = [
     "adaptive_avg_pool2d_backward",
     "add",
     "catlass_matmul",
+    "convolution",
     "convolution_backward",
     "cross_entropy_loss",
     "cross_entropy_loss_grad",

@@ -75,6 +75,16 @@ def conv_3d(chip, **options):
         output_padding=[0, 0, 0], chip=chip, tiling={"dw_k_parts": 2}, **options)
 
 
+def conv_forward(chip, **options):
+    """The forward: TransData (input, weight), Conv2D with a 7 x 7 stride-2 window on odd
+    channels and sizes, TransData (output) with the cast back to FLOAT (Conv2D writes fp16)."""
+    rng = np.random.default_rng(19)
+    x = rng.uniform(-1, 1, (2, 3, 13, 11)).astype(np.float32)
+    w = rng.uniform(-1, 1, (5, 3, 7, 7)).astype(np.float32)
+    return ops.convolution(x, w, stride=[2, 2], padding=[3, 3], dilation=[1, 1],
+                           cube_math_type=2, chip=chip, **options)
+
+
 def moe(chip, **options):
     """MoeTokenPermuteGrad with dropped copies, a chunked row and batched indices (A2 only)."""
     if npusim.load_chip(chip).product != "atlas-a2":
@@ -237,6 +247,7 @@ KERNELS = {
     "convolution_backward kernel rows": conv_kernel_rows,
     "convolution_backward narrow, padded": conv_narrow_padded,
     "convolution_backward 3-D, zeroed atomic dw": conv_3d,
+    "convolution: TransData, Conv2D, TransData + Cast": conv_forward,
     "moe_token_permute_grad": moe,
     "rms_norm + contiguous": rms_norm,
     "rms_norm_grad": lambda chip, **o: rms_norm(chip, grad=True, **o),
@@ -281,7 +292,7 @@ def test_trace_schema_and_jitter(name, chip_name, tmp_path):
                 assert_bit_equal(jittered.outputs[out], value, f"{name}: {out}")
 
 
-@pytest.mark.parametrize("name", [n for n in KERNELS if n.startswith("convolution_backward")])
+@pytest.mark.parametrize("name", [n for n in KERNELS if n.startswith("convolution")])
 def test_trace_schema_and_jitter_atlas_inference(name, tmp_path):
     """The Atlas inference series runs the convolution only (the other operators refuse it)."""
     test_trace_schema_and_jitter(name, "atlas-inference", tmp_path)

@@ -12,8 +12,10 @@ last run's ``Result`` (cycles, trace, stats) is on the executor and on the strea
 """
 
 from npusim.aclnn.convolution import (
+    aclnnConvolution,
     aclnnConvolutionBackward,
     aclnnConvolutionBackwardGetWorkspaceSize,
+    aclnnConvolutionGetWorkspaceSize,
 )
 from npusim.aclnn.cross_entropy_loss_grad import (
     aclnnCrossEntropyLossGrad,
@@ -54,8 +56,10 @@ __all__ = [
     "aclnnAdaptiveAvgPool2dGetWorkspaceSize",
     "aclnnAdd",
     "aclnnAddGetWorkspaceSize",
+    "aclnnConvolution",
     "aclnnConvolutionBackward",
     "aclnnConvolutionBackwardGetWorkspaceSize",
+    "aclnnConvolutionGetWorkspaceSize",
     "aclnnCrossEntropyLossGrad",
     "aclnnCrossEntropyLossGradGetWorkspaceSize",
     "aclnnEmbeddingDenseBackward",

@@ -16,6 +16,7 @@ from npusim.cases.adaptive_avg_pool2d import ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_P
 from npusim.cases.add import ADD
 from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
+from npusim.cases.convolution import CONVOLUTION_FORWARD
 from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss import CROSS_ENTROPY_LOSS
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
@@ -39,9 +40,9 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       RMS_NORM, RMS_NORM_GRAD, SWI_GLU, SWI_GLU_GRAD,
                                       # the ResNet-50 step's operators (issue 40)
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
-                                      MATMUL, RELU, THRESHOLD_BACKWARD,
-                                      CROSS_ENTROPY_LOSS, FOREACH_ADD_LIST_V2,
-                                      FOREACH_MUL_SCALAR_V2, MULS)}
+                                      MATMUL, RELU, THRESHOLD_BACKWARD, CROSS_ENTROPY_LOSS,
+                                      FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2, MULS,
+                                      CONVOLUTION_FORWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -5,7 +5,7 @@ produce an operator's outputs: those come only from the simulated instructions.
 """
 
 from npusim.golden.catlass_matmul import catlass_matmul
-from npusim.golden.convolution import convolution_backward
+from npusim.golden.convolution import convolution, convolution_backward
 from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, muls, relu, threshold_backward
@@ -23,6 +23,7 @@ __all__ = [
     "adaptive_avg_pool2d_backward",
     "add",
     "catlass_matmul",
+    "convolution",
     "convolution_backward",
     "cross_entropy_loss",
     "cross_entropy_loss_grad",

@@ -303,3 +303,30 @@ def convolution_backward(grad_output, input, weight, *, stride, padding, dilatio
     if output_mask[2]:
         out["gradBias"] = grad_bias(dy, bias_tile)
     return out
+
+
+def convolution(input, weight, bias=None, *, stride, padding, dilation,  # noqa: A002
+                compute_dtype=None, hf32_bits=0, kernel_dtype=None, cube_math_type=1, **_):
+    """{output} of aclnnConvolution (groups = 1, no bias) as the kernels compute it: the dx
+    GEMM of a transposed convolution (``grad_input`` with ``transposed``: the forward window
+    over the input), K = (Cin1, kh, kw, C0) in groups of C0, converted once from fp32 to
+    ``kernel_dtype`` (the dtype Conv2D writes) and then to the output dtype (the promoted input
+    dtype; the TransData's Cast when they differ)."""
+    x, w = np.asarray(input), np.asarray(weight)
+    if bias is not None:
+        raise ValueError("the convolution golden models no bias (the operator refuses one)")
+    out_t = x.dtype if x.dtype == w.dtype else np.dtype(F32)
+    if compute_dtype is None:
+        compute_dtype = "float16" if cube_math_type == 2 else out_t
+    kernel_dtype = kernel_dtype or compute_dtype
+    nsp = x.ndim - 2
+    pads = list(padding)
+    lo = pads[0::2] if len(pads) == 2 * nsp else pads
+    hi = pads[1::2] if len(pads) == 2 * nsp else pads
+    out_sp = [(x.shape[2 + i] + lo[i] + hi[i] - dilation[i] * (w.shape[2 + i] - 1) - 1)
+              // stride[i] + 1 for i in range(nsp)]
+    pre = [1] * (3 - nsp)
+    conv = (pre + list(stride), [0] * (3 - nsp) + list(lo), pre + list(dilation), 1, True)
+    out = grad_input(x, w, (x.shape[0], w.shape[0], *out_sp), conv, compute_dtype, hf32_bits,
+                     kernel_dtype)
+    return {"output": out.astype(out_t)}

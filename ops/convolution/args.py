@@ -66,8 +66,8 @@ class ConvSpec:
         return self._five(self.weight.shape)
 
 
-def invalid(message: str) -> ParamError:
-    return ParamError(f"{OP}: {message}", code=ACLNN_ERR_PARAM_INVALID)
+def invalid(message: str, op: str = OP) -> ParamError:
+    return ParamError(f"{op}: {message}", code=ACLNN_ERR_PARAM_INVALID)
 
 
 def promote(*names: str) -> str:
@@ -75,37 +75,37 @@ def promote(*names: str) -> str:
     return names[0] if len(set(names)) == 1 else "float32"
 
 
-def compute_dtype(chip, dtype: str, cmt) -> tuple[str, bool]:
+def compute_dtype(chip, dtype: str, cmt, op: str = OP) -> tuple[str, bool]:
     """(cube dtype, HF32 mode) for the promoted ``dtype`` and cubeMathType ``cmt``."""
     if isinstance(cmt, bool) or not isinstance(cmt, int | np.integer) or not 0 <= cmt <= 3:
         raise invalid(f"cubeMathType = {cmt!r}; allowed 0 (KEEP_DTYPE), 1 "
-                      "(ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16), 3 (USE_HF32)")
+                      "(ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16), 3 (USE_HF32)", op)
     a2 = chip.product == "atlas-a2"
     if dtype == "float32":
         if a2:
             return ("float16", False) if cmt == 2 else ("float32", cmt in (1, 3))
         if cmt in (0, 3):
             raise invalid(f"cubeMathType = {cmt} with FLOAT inputs: the cube of {chip.name} "
-                          f"({product_name(chip)}) has no fp32/HF32; allowed 1 or 2 (fp16)")
+                          f"({product_name(chip)}) has no fp32/HF32; allowed 1 or 2 (fp16)", op)
         return "float16", False
     if dtype == "bfloat16" and cmt == 2:
-        raise invalid("cubeMathType = 2 (USE_FP16) is not allowed with BFLOAT16 inputs")
+        raise invalid("cubeMathType = 2 (USE_FP16) is not allowed with BFLOAT16 inputs", op)
     return dtype, False
 
 
-def int_list(name: str, value, lengths: tuple, lo: int) -> tuple:
+def int_list(name: str, value, lengths: tuple, lo: int, op: str = OP) -> tuple:
     """An aclIntArray: a sequence of ints of an allowed length, each >= ``lo``."""
     try:
         vals = tuple(int(v) for v in value)
         if any(not isinstance(v, int | np.integer) or isinstance(v, bool) for v in value):
             raise TypeError
     except TypeError:
-        raise invalid(f"{name} = {value!r}: a sequence of integers is required") from None
+        raise invalid(f"{name} = {value!r}: a sequence of integers is required", op) from None
     if len(vals) not in lengths:
         raise invalid(f"{name} has {len(vals)} values {list(vals)}; allowed lengths "
-                      f"{' or '.join(map(str, lengths))}")
+                      f"{' or '.join(map(str, lengths))}", op)
     if any(v < lo for v in vals):
-        raise invalid(f"{name} = {list(vals)}: every value must be >= {lo}")
+        raise invalid(f"{name} = {list(vals)}: every value must be >= {lo}", op)
     return vals
 
 

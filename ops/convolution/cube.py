@@ -82,8 +82,9 @@ class DxKernel(ConvCubeKernel):
     """gradInput: tasks (n, g, d, M rows of ``dx_step_m`` base blocks, N block) round-robin
     over the cube cores; with ``dx_b1_keep`` the tasks run (g, N block) outermost."""
 
-    def init(self, dy5, wb, out, prob, tiling, cd, out_dtype, l1_a, l1_b, hf32):
+    def init(self, dy5, wb, out, prob, tiling, cd, out_dtype, l1_a, l1_b, hf32, out_5hd=False):
         self.dy5, self.wb, self.out, self.p = dy5, wb, out, prob
+        self.out_5hd = out_5hd   # out in NC1HWC0 (C0 16; the forward's Conv2D), else ND rows
         dilate = prob.h.dil > 1 or prob.w.dil > 1
         self.zero_fill = dx_zero_fill(prob, tiling)   # A1 built on zeros
         staged = self.zero_fill and not current().chip.has_fixpipe
@@ -150,6 +151,10 @@ class DxKernel(ConvCubeKernel):
         for c, (j, m) in zip(cs, subs, strict=True):
             if first:
                 self.zero_block(c, m, nn)
+            if self.out_5hd:
+                self.copy_out_nz(c, self.out[base + n0 * self.hw + (m0 + j) * FRAC], m, nn,
+                                 self.hw * FRAC)
+                continue
             self.copy_out(c, self.out[base + (m0 + j) * self.n16 + n0], m, nn, self.n16)
 
     def b1_chunk(self, g, kd, k1_lo, kc1, n0, nn, krows):

@@ -95,6 +95,35 @@ class ConvCubeKernel(Kernel):
             return
         self.l0c_to_ub_out(c, dst, m, n, row_stride, atomic)
 
+    def copy_out_nz(self, c, dst, m: int, n: int, col_stride: int):
+        """L0C (m x n, NZ) -> GM in NC1HWC0 of a 16-element C0: Z column kb (16 channels) lands
+        as m rows of 16 at ``dst + kb·col_stride`` elements (FixPipe NZ2NZ on Atlas A2; one
+        copy of each Z column's rows from UB after the Cast on Atlas training), converting to
+        the 16-bit out_dtype. CANN's Conv2D writes its output so (no ND conversion)."""
+        self.co1.enque(c)
+        c = self.co1.deque()
+        if self.chip.has_fixpipe:
+            quant = QUANT[(c.dtype.name, self.out_dtype.name)]
+            cube.fixpipe(dst, c, cube.FixpipeParamsV220(
+                m_size=m, n_size=n, src_stride=round_up(m, FRAC),
+                dst_stride=col_stride * self.out_dtype.itemsize // 32, quant_pre=quant),
+                config=cube.FixpipeConfig.CFG_NZ)
+            self.co1.free_tensor(c)
+            return
+        m1, n1 = ceil_div(max(m, 2), FRAC), ceil_div(n, FRAC)
+        co2 = self.co2.alloc_tensor("float32")
+        cube.data_copy_l0c_to_ub(co2, c, DataCopyParams(block_count=1, block_len=m1 * n1))
+        self.co1.free_tensor(c)
+        out = self.cast_que.alloc_tensor(self.out_dtype)
+        vec.cast(out, co2, "rint", m1 * n1 * FRAC * FRAC)
+        self.co2.free_tensor(co2)
+        self.cast_que.enque(out)
+        out = self.cast_que.deque()
+        for nb in range(n1):   # Z column nb: m rows of 16 elements, contiguous in both
+            data_copy(dst[nb * col_stride] if nb else dst, out[nb * m1 * FRAC * FRAC],
+                      DataCopyParams(block_count=1, block_len=m * FRAC * 2 // 32))
+        self.cast_que.free_tensor(out)
+
     def l0c_to_ub_out(self, c, dst, m, n, row_stride, atomic):
         m1, n1 = ceil_div(max(m, 2), FRAC), ceil_div(n, FRAC)
         co2 = self.co2.alloc_tensor("float32")

@@ -179,6 +179,18 @@ def dx_problem(n, groups, cin, cout, axes, transposed) -> DxProblem:
                      transposed=transposed)
 
 
+def forward_problem(n, cin, cout, axes) -> DxProblem:
+    """The forward convolution (aclnnConvolution, groups = 1) as the dx GEMM of a transposed
+    convolution (kernels.md §2(b)5): the map is the input, read with the stride, dilation and
+    pads, K = input channels, N = output channels, the weight not rotated."""
+    dep, ah, aw = axes
+    maps = [MapAxis(a.inp, a.inp, 1, a.s, a.lo, a.k, a.d) for a in (ah, aw)]
+    return DxProblem(n=n, groups=1, kc=cin, nc=cout, map_d=dep.inp,
+                     out_dhw=(dep.out, ah.out, aw.out), map_hw=(ah.inp, aw.inp),
+                     kdhw=(dep.k, ah.k, aw.k), h=maps[0], w=maps[1], depth=dep,
+                     transposed=True)
+
+
 def group_enlarge(groups: int, gc: int, fc: int) -> int:
     """How many real groups one enlarged dw group holds: the least multiple making both
     channel counts whole 16-channel blocks, at most ``groups`` (ops-nn

@@ -181,12 +181,17 @@ class TransDataKernel(Kernel):
 
     def copy_out(self, p: Piece):
         out = self.out_que.deque()
-        item, per_outer = self.plan.out_item, p.count * self.plan.out_pitch(p.length)
+        item, pitch = self.plan.out_item, self.plan.out_pitch(p.length)
+        per_outer = p.count * pitch
+        # UB runs are ``pitch`` elements apart: past the 32-byte rounding of a run when a
+        # widening cast (16 -> 32 bits) pitches them to the narrower dtype's 32 bytes
+        gap = (pitch * item - -(-p.length * item // 32) * 32) // 32
         if self.plan.atomic:
             set_atomic_add()
         for o in range(p.outer):
             data_copy_pad(self.dst[p.dst + o * p.outer_stride], out[o * per_outer],
                           DataCopyExtParams(block_count=p.count, block_len=p.length * item,
+                                            src_stride=gap,
                                             dst_stride=(p.count_stride - p.length) * item))
         if self.plan.atomic:
             set_atomic_none()

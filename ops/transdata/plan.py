@@ -1,8 +1,8 @@
 """TransData's plans: a conversion cut into pieces (``Piece``, ``TransPlan``), each a strided
 block of the source that becomes a strided block of the destination, with the Gather offset
 tables that permute it; one plan maker per conversion the convolution needs (NCHW -> NC1HWC0,
-the weight to FRACTAL_Z for dx, ND -> NCHW, dw's workspace back to the weight). The kernel that
-runs a plan is ``kernel.py``."""
+the weight to FRACTAL_Z for dx, ND -> NCHW, NC1HWC0 -> NCHW, dw's workspace back to the
+weight). The kernel that runs a plan is ``kernel.py``."""
 
 from dataclasses import dataclass, field
 
@@ -223,6 +223,35 @@ def plan_from_nd(chip, name, src_shape, dst_channels, groups, src_dtype, dst_dty
                         tab = plan.table(("nd", pl, cl), lambda p=pl, c=cl: plan.offsets(
                             p, c, _from_nd_rc(p, c, plan.out_pitch(p))))
                         plan.add(*geometry, table=tab)
+    return plan
+
+
+def plan_from_5hd(chip, name, src_shape, dst_channels, src_dtype, dst_dtype) -> TransPlan:
+    """(N, D, C1, H*W, C0) -> (N, C, D, H, W), dropping the padding channels: per C0 block and
+    chunk of positions, the positions' rows of the block's real channels become channel rows
+    (TransDataTo5HD for 16-bit data, else a Gather), as ``plan_from_nd`` does for one block."""
+    n, d, c1, hw, c0 = src_shape
+    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
+    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
+    lim = max(16, min(in_e // round_up(c0, 16), out_e // c0) // 16 * 16)
+    pstep = hw if hw <= lim else lim
+    if (plan.in_item == plan.out_item == 2
+            and round_up(c0, 16) * round_up(pstep, 16) <= min(in_e, out_e)):
+        plan.vnchwconv = "from_nd"
+    for ni in range(n):
+        for di in range(d):
+            for k in range(c1):
+                cl = min(c0, dst_channels - k * c0)
+                base = ((ni * d + di) * c1 + k) * hw * c0
+                for p0, pl in chunks(hw, pstep):
+                    dst0 = ((ni * dst_channels + k * c0) * d + di) * hw + p0
+                    geometry = (base + p0 * c0, pl, cl, c0, dst0, 1, 0, cl, d * hw, pl)
+                    if plan.vnchwconv:
+                        plan.pieces.append(Piece(*geometry, table=-1))
+                        continue
+                    tab = plan.table(("nd", pl, cl), lambda p=pl, c=cl: plan.offsets(
+                        p, c, _from_nd_rc(p, c, plan.out_pitch(p))))
+                    plan.add(*geometry, table=tab)
     return plan
 
 
