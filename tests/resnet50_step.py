@@ -127,26 +127,51 @@ def loss_backward(step):
              "global average pool's gradient")
 
 
+LR, MOMENTUM, DECAY = 0.1, 0.9, 1e-4
+FOREACH = (("foreach_add_list_v2", 16, {"alpha": str(DECAY)}, "grad + weight decay x param"),
+           ("foreach_mul_scalar_v2", 48, {"scalar": str(MOMENTUM)}, "momentum x buf"),
+           ("foreach_add_list_v2", 24, {"alpha": "1"}, "buf += grad"),
+           ("foreach_add_list_v2", 24, {"alpha": str(-LR)}, "param -= lr x buf"))
+PER_TENSOR = (("add", {"alpha": str(DECAY)}, "grad + weight decay x param"),
+              ("muls", {"other": str(MOMENTUM)}, "momentum x buf"),
+              ("add", {"alpha": "1"}, "buf += grad"),
+              ("add", {"alpha": str(-LR)}, "param -= lr x buf"))
+
+
 def optimizer(step):
-    for size in sorted({s for _, s in step.params}, reverse=True):
-        n = sum(1 for _, s in step.params if s == size)
-        step.calls.append(("optimizer", "sgd", str(size), "float32", (), "", None, n))
+    """torch.optim.SGD's step in model.parameters() order: on Atlas A2 its foreach kernels,
+    the list cut as op-plugin cuts it (16 tensors an out-of-place add, 48 a mul_, 24 an add_);
+    on the training series (no foreach there) one aclnnAdd / aclnnMuls per tensor."""
+    sizes = [n for _, n in step.params]
+    for op, chunk, params, what in FOREACH:
+        for i in range(0, len(sizes), chunk):
+            part = sizes[i:i + chunk]
+            step.calls.append(("optimizer", op, str(sum(part)), "float32",
+                               tuple(sorted({**params, "sizes": ",".join(map(str, part))}
+                                            .items())),
+                               f"SGD on A2: {what}", None, 1, ("atlas-a2",)))
+    for op, params, what in PER_TENSOR:
+        for size in sorted(set(sizes), reverse=True):
+            step.calls.append(("optimizer", op, str(size), "float32", tuple(params.items()),
+                               f"SGD on the training series: {what}", None,
+                               sizes.count(size), ("atlas-training",)))
 
 
 def merged(step: Step) -> list:
-    """[(phase, op, shape, dtype, params, notes, batch_dim, count)] in first-seen order."""
+    """[(phase, op, shape, dtype, params, notes, batch_dim, count, products)] in first-seen
+    order."""
     out = {}
     for call in step.calls:
         phase, op, shape, dtype, params, note, dim = call[:7]
-        key = (phase, op, shape, dtype, params)
-        n = call[7] if len(call) > 7 else 1
+        n, products = (call[7], call[8]) if len(call) > 7 else (1, ())
+        key = (phase, op, shape, dtype, params, products)
         if key in out:
             out[key][1] += n
             if note and note not in out[key][0]:
                 out[key][0].append(note)
         else:
             out[key] = [[note] if note else [], n, dim]
-    return [(*k, v[0], v[2], v[1]) for k, v in out.items()]
+    return [(*k[:5], v[0], v[2], v[1], k[5]) for k, v in out.items()]
 
 
 DESCRIPTION = """One training step of ResNet-50 v1.5 (torchvision layout, 224x224 images, 1000 \
@@ -155,8 +180,12 @@ each followed by batch norm; the ReLUs, the stem's max pool, the 16 residual add
 average pool, the fully connected layer and the loss: fp16 activations, the loss in fp32), the \
 backward pass (the loss's gradient, the fully connected layer's two GEMMs, every ReLU's, batch \
 norm's and convolution's gradient, the sums where a block's two branches meet, the max pool's \
-gradient) and the optimizer (SGD with momentum and weight decay over the 161 parameter tensors, \
-25,557,032 fp32 parameters). Each call says its phase; identical calls are merged with a count. \
+gradient) and the optimizer (SGD with momentum 0.9 and weight decay 1e-4 over the 161 parameter \
+tensors, 25,557,032 fp32 parameters: as torch_npu runs torch.optim.SGD, its foreach kernels on \
+Atlas A2 and one aclnnAdd or aclnnMuls a tensor on the training series, which has no foreach \
+kernels; products = [...] says which calls each runs). The loss's forward \
+(aclnnCrossEntropyLoss) and gradient are Atlas A2 only in CANN: the training series does not \
+run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled). Each call says its phase; identical calls are merged with a count. \
 Generated from the architecture by tests/resnet50_step.py (python tests/resnet50_step.py \
 rewrites it), which a test holds it to. batch_dim marks each call's batch dimension, so npusim \
 predict --batch N rescales the step."""
@@ -165,8 +194,10 @@ predict --batch N rescales the step."""
 def toml_text(step: Step) -> str:
     lines = ['name = "resnet50-train-step"', f'description = """{DESCRIPTION}"""',
              f"batch = {BATCH}", 'batch_unit = "images"', 'formats = "aclnn"']
-    for phase, op, shape, dtype, params, notes, dim, count in merged(step):
+    for phase, op, shape, dtype, params, notes, dim, count, products in merged(step):
         lines += ["", "[[call]]", f'phase = "{phase}"', f'op = "{op}"']
+        if products:
+            lines.append("products = [" + ", ".join(f'"{p}"' for p in products) + "]")
         if notes:
             lines.append(f'note = "{"; ".join(notes)}"')
         lines += [f'shape = "{shape}"', f'dtype = "{dtype}"']
