@@ -69,9 +69,17 @@ def matmul_training(run, a: np.ndarray, b: np.ndarray, out, tiling=None):
         c = out
     run.launch(MatmulV2Kernel, block_dim=t.block_dim, name="MatMulV2",
                args=dict(a=a_gm, b=b_gm, c=c, tiling=t))
-    workspace = 2 * (a.size + b.size) if a.dtype != np.float16 else 0
     if fmt == "NZ":
         launch_nz_to_nd(run, c, out, m, n, "out")
-        out_item = 4 if out_dtype == "float32" else 2
-        workspace += 2 * (nz_size(*a_shape) + nz_size(*b_shape)) + out_item * nz_size(m, n)
-    return t, workspace
+    return t, workspace_bytes(a, b)
+
+
+def workspace_bytes(a: np.ndarray, b: np.ndarray) -> int:
+    """The GM the route needs beside its inputs and out: the fp16 copies of fp32 operands, the
+    NZ operands and the NZ result."""
+    (m, k), n = a.shape, b.shape[1]
+    size = 2 * (a.size + b.size) if a.dtype != np.float16 else 0
+    if nd_route(a, b):
+        return size
+    out_item = 4 if a.dtype == np.float32 else 2
+    return size + 2 * (nz_size(m, k) + nz_size(k, n)) + out_item * nz_size(m, n)
