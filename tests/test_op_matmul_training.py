@@ -94,6 +94,44 @@ def test_float32_aligned_still_takes_nz():
     assert kernels(r) == ["Cast(self)", "Cast(mat2)", *NZ_ROUTE]
 
 
+SPLIT_ROUTE = ["TransData(self)", "TransData(mat2)", "MemSet(out.nz)", "MatMulV2",
+               "TransData(out)", "Cast(out)"]
+
+
+@pytest.mark.parametrize("m,k,n,trans_b", [(20, 2000, 30, True), (16, 512, 32, False),
+                                           (1, 15, 1, False)])
+def test_split_k_route(m, k, n, trans_b):
+    """K >= 8 max(M, N): MatMulV2 writes fp32 NZ, K cut across cores that add atomically into
+    the output MemSet zeroed; TransData in fp32, then Cast (the golden: any landing order)."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16).T if trans_b else \
+        rng.standard_normal((k, n)).astype(np.float16)
+    r = run(a, b)
+    assert r.tiling.split_k and r.tiling.out_dtype == "float32" and r.tiling.c_format == "NZ"
+    parts, nd = r.tiling.k_parts, r.tiling.in_format == "ND"   # ND: 16x512x32, aligned
+    assert nd == ((m, k, n) == (16, 512, 32))
+    assert kernels(r) == [x for x in SPLIT_ROUTE if not (x.startswith("MemSet") and parts == 1
+                                                         or x[10:14] in ("self", "mat2") and nd)]
+    if (m, k, n) == (20, 2000, 30):
+        assert parts == 8 and r.tiling.block_dim == 32
+
+
+def test_split_k_parts_override_and_fp32():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((20, 700)).astype(np.float32)
+    b = rng.standard_normal((700, 40)).astype(np.float32)
+    r = run(a, b, tiling={"k_parts": 3})
+    assert r.tiling.k_parts == 3 and r.outputs["out"].dtype == np.float32
+    assert kernels(r) == ["Cast(self)", "Cast(mat2)", *SPLIT_ROUTE[:-1]]
+
+
+def test_k_parts_only_on_the_split_k_route():
+    x, w, _ = fc()
+    with pytest.raises(TilingError, match=r"k_parts = 2; 1-1 .*split-K route only"):
+        ops.matmul(x, w.T, chip=CHIP, tiling={"k_parts": 2})
+
+
 def test_modes_and_jitter_agree():
     _, w, dy = fc(seed=6)
     timed = ops.matmul(dy, w, chip=CHIP)
@@ -125,7 +163,7 @@ def test_overrides_change_the_schedule(override):
 @pytest.mark.parametrize("override,match", [
     ({"base_m": 100}, r"MatMulV2.*base_m = 100; a positive multiple of 16"),
     ({"block_m": 99}, r"MatMulV2.*block_m = 99"),
-    ({"block_m": 2, "block_n": 63}, r"MatMulV2.*2 x 63 cores"),
+    ({"block_m": 2, "block_n": 63}, r"MatMulV2.*2 x 63 x 1 cores"),
     ({"k": 64}, r"MatMulV2.*come from the matrices"),
     ({"base_k": 64, "l1_k": 96}, r"l1_k = 96 is not a multiple of base_k = 64"),
     ({"base_m": 256, "base_n": 256, "base_k": 16, "l1_k": 16},
@@ -167,12 +205,6 @@ def test_float32_keep_dtype_or_hf32_is_refused(cmt):
 def test_reduce_dimensions_must_match():
     raises(r"mat2's reduce dimension \(3\) must equal self's \(8\)", A16,
            np.ones((3, 2), np.float16))
-
-
-def test_split_k_route_is_not_modelled():
-    """K >= 8 max(M, N): CANN's split-K route."""
-    raises(r"M = 4, K = 64, N = 2: K >= 8 max\(M, N\) takes CANN's split-K route",
-           np.ones((4, 64), np.float16), np.ones((64, 2), np.float16))
 
 
 def test_inference_series_is_not_modelled():

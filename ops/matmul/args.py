@@ -11,10 +11,8 @@ What npusim models (the rest is refused with a ParamError that says it is not mo
 161002): 2-D operands (aclnnMatmul's 1-D and batched forms are not modelled);
 - Atlas A2: the CATLASS-shaped kernel (ops/catlass), FLOAT16, and FLOAT with cubeMathType 2
   (cast to FLOAT16 around the fp16 GEMM);
-- Atlas training series: CANN's TransData + MatMulV2 route (training.py), FLOAT16, and FLOAT
-  with cubeMathType 1 or 2 (both cast to FLOAT16 there); not its split-K route (fp16 in, fp32
-  out with K cut across cores, taken when K >= 8 max(M, N): ``IsSplitk`` in hicann/ops-nn
-  ``matmul_util.cpp``).
+- Atlas training series: CANN's TransData + MatMulV2 route (training.py), its split-K route
+  included, FLOAT16, and FLOAT with cubeMathType 1 or 2 (both cast to FLOAT16 there).
 """
 
 import numbers
@@ -76,8 +74,6 @@ def check_matmul(chip, self_, mat2, cube_math_type):
         raise _bad(f"self {tuple(a.shape)} and mat2 {tuple(b.shape)}: mat2's reduce dimension "
                    f"({b.shape[0]}) must equal self's ({a.shape[1]})")
     _check_modelled(chip, dtype, cmt)
-    if chip.product == "atlas-training":
-        _check_not_split_k(a.shape[0], a.shape[1], b.shape[1])
     return a, b, cmt
 
 
@@ -96,19 +92,6 @@ def _check_modelled(chip, dtype: str, cmt: int) -> None:
                "cube_math_type = 2 (USE_FP16)")
 
 
-SPLIT_K = 8            # matmul_util.cpp SPLIT_K_MULTI
+SPLIT_K = 8            # matmul_util.cpp SPLIT_K_MULTI: the training series' split-K route
 MKN_MAX = 8000000000   # matmul_util.cpp MKN_MAX
 MN_MULTI = 50          # matmul_util.cpp MN_MULTI
-
-
-def _check_not_split_k(m: int, k: int, n: int) -> None:
-    """The training series' split-K route (``IsSplitk``: K >= 8 max(M, N), and for NZ
-    operands M N K < 8e9 with M and N within 50x of each other) is not modelled."""
-    if not (m and n and k) or k < SPLIT_K * max(m, n):
-        return
-    aligned = not (m % 16 or k % 16 or n % 16)
-    if not aligned and not (m * n * k < MKN_MAX and max(m, n) < MN_MULTI * min(m, n)):
-        return
-    raise _bad(f"M = {m}, K = {k}, N = {n}: K >= {SPLIT_K} max(M, N) takes CANN's split-K "
-               "route on the Atlas training series (fp16 in, fp32 out, K cut across cores), "
-               "which npusim does not model")

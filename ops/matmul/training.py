@@ -13,15 +13,21 @@
    FRACTAL_NZ of both operands, MatMulV2 on NZ, TransData FRACTAL_NZ -> ND of the result;
 4. MatMulV2 (``v2_kernel.py``) on the coupled cores, its result out of L0C through UB.
 
+5. the split-K route (``IsSplitk``: K >= 8 max(M, N), see ``split_k``): MatMulV2 writes fp32
+   in FRACTAL_NZ (the 910 forces NZ), its K cut across cores that add atomically into the output
+   zeroed by MemSet; TransData to ND in fp32, then Cast to float16.
+
 Kernels (``stats["kernels"]``): [Contiguous per strided input], [Cast(self), Cast(mat2)],
-[TransData(self), TransData(mat2)], MatMulV2, [TransData(out)]. Not modelled: the split-K route
-(fp32 out with K cut across cores; refused in args.py), bias, TBE's own tiling.
+[TransData(self), TransData(mat2)], [MemSet], MatMulV2, [TransData(out)], [Cast(out)]. Not
+modelled: bias, TBE's own tiling.
 """
 
 import numpy as np
 
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.common.fill_cast import launch_cast
+from npusim.ops.common.memset import launch_memset
+from npusim.ops.matmul.args import MKN_MAX, MN_MULTI, SPLIT_K
 from npusim.ops.matmul.transdata_nz import launch_nd_to_nz, launch_nz_to_nd, nz_size
 from npusim.ops.matmul.v2_kernel import MatmulV2Kernel
 from npusim.ops.matmul.v2_tiling import FRAC, matmul_v2_tiling
@@ -60,18 +66,36 @@ def matmul_training(run, a: np.ndarray, b: np.ndarray, out, tiling=None):
     tb, b_gm, b_shape = _operand(run, "mat2", b)
     fmt = "ND" if nd_route(a, b) else "NZ"
     out_dtype = "float32" if a.dtype == np.float32 else "float16"
-    t = matmul_v2_tiling(run.chip, m, n, k, ta, tb, fmt, out_dtype, tiling)
+    t = matmul_v2_tiling(run.chip, m, n, k, ta, tb, fmt, out_dtype, split_k(m, k, n), tiling)
     if fmt == "NZ":
         a_gm = launch_nd_to_nz(run, a_gm, *a_shape, "self")
         b_gm = launch_nd_to_nz(run, b_gm, *b_shape, "mat2")
-        c = run.gm.tensor("out.nz", out_dtype, nz_size(m, n))
-    else:
-        c = out
+    c = out
+    if t.c_format == "NZ":
+        c = run.gm.tensor("out.nz", t.out_dtype, nz_size(m, n))
+    if t.k_parts > 1:
+        launch_memset(run, c, nz_size(m, n))
     run.launch(MatmulV2Kernel, block_dim=t.block_dim, name="MatMulV2",
                args=dict(a=a_gm, b=b_gm, c=c, tiling=t))
-    if fmt == "NZ":
-        launch_nz_to_nd(run, c, out, m, n, "out")
+    if t.c_format == "NZ":
+        nd = out
+        if t.out_dtype != out_dtype:    # split K: fp32 out, then Cast
+            nd = run.gm.tensor("out.fp32", t.out_dtype, m * n)
+        launch_nz_to_nd(run, c, nd, m, n, "out")
+        if nd is not out:
+            launch_cast(run, nd, out, m * n, "Cast(out)")
     return t, workspace_bytes(a, b)
+
+
+def split_k(m: int, k: int, n: int) -> bool:
+    """``IsSplitk`` on the training series (after the operands are fp16): K >= 8 max(M, N),
+    and, unless every size is a multiple of 16 (ND in and out), M N K < 8e9 with M and N
+    within 50x of each other (``GetNzSplitKFlag``)."""
+    if k < SPLIT_K * max(m, n):
+        return False
+    if not (m % FRAC or k % FRAC or n % FRAC):
+        return True
+    return m * n * k < MKN_MAX and max(m, n) < MN_MULTI * min(m, n)
 
 
 def workspace_bytes(a: np.ndarray, b: np.ndarray) -> int:
@@ -79,7 +103,11 @@ def workspace_bytes(a: np.ndarray, b: np.ndarray) -> int:
     NZ operands and the NZ result."""
     (m, k), n = a.shape, b.shape[1]
     size = 2 * (a.size + b.size) if a.dtype != np.float16 else 0
-    if nd_route(a, b):
-        return size
-    out_item = 4 if a.dtype == np.float32 else 2
-    return size + 2 * (nz_size(m, k) + nz_size(k, n)) + out_item * nz_size(m, n)
+    split = split_k(m, k, n)
+    if split and a.dtype == np.float16:   # fp32 NZ out, fp32 ND before the Cast
+        size += 4 * m * n
+    if not nd_route(a, b):
+        size += 2 * (nz_size(m, k) + nz_size(k, n))
+    if split or not nd_route(a, b):
+        size += (4 if a.dtype == np.float32 or split else 2) * nz_size(m, n)
+    return size

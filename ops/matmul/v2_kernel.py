@@ -17,13 +17,25 @@ out), and MTE3 to GM in FRACTAL_NZ (or ND rows on the ND route). The schedule:
   B to L0B in ZN (a transposed B, stored n x k, is ZN already; a plain one, k x n, loads with
   the transpose), two L0 stages, one Mmad per step into L0C;
 - after a block's last step: L0C -> UB -> (Cast) -> GM; two L0C buffers, so the next block's
-  Mmads run while the last one drains.
+  Mmads run while the last one drains;
+- CANN's split-K route (fp16 in, fp32 NZ out): ``k_parts`` cores share a region, each taking a
+  part of K and adding its fp32 partial into the output (zeroed by MemSet first) with atomic
+  adds.
 
-Not modelled: TBE's own tiling (``v2_tiling.py``), its L0C -> UB -> GM ND output for aligned shapes
-beyond what the rows copy moves, bias, the split-K route (refused in args.py).
+Not modelled: TBE's own tiling (``v2_tiling.py``), bias.
 """
 
-from npusim.dsl import DataCopyParams, Kernel, TPosition, TQue, cube, data_copy, get_block_idx
+from npusim.dsl import (
+    DataCopyParams,
+    Kernel,
+    TPosition,
+    TQue,
+    cube,
+    data_copy,
+    get_block_idx,
+    set_atomic_add,
+    set_atomic_none,
+)
 from npusim.dsl import vector as vec
 from npusim.ops.common import ceil_div, round_up
 from npusim.ops.matmul.v2_tiling import FRAC, MatmulV2Tiling
@@ -64,41 +76,46 @@ class MatmulV2Kernel(Kernel):
 
     def blocks(self) -> list:
         """This core's base blocks: (first fractal row, rows, first fractal column, cols)."""
-        t, core = self.t, get_block_idx()
+        t, region = self.t, get_block_idx() // self.t.k_parts
         cols = ceil_div(t.n1, t.core_n1)
-        ri, ci = divmod(core, cols)
+        ri, ci = divmod(region, cols)
         m_lo, n_lo = ri * t.core_m1, ci * t.core_n1
         m_hi, n_hi = min(t.m1, m_lo + t.core_m1), min(t.n1, n_lo + t.core_n1)
         bm, bn = t.base_m // FRAC, t.base_n // FRAC
         return [(mb, min(bm, m_hi - mb), nb, min(bn, n_hi - nb))
                 for mb in range(m_lo, m_hi, bm) for nb in range(n_lo, n_hi, bn)]
 
-    def process(self):
+    def k_tiles(self) -> list:
+        """This core's L1 k tiles (start, depth): its part of K in tiles of ``l1_k``."""
         t = self.t
-        k_tiles = ceil_div(t.k, t.l1_k)
-        steps = [(block, kt) for block in self.blocks() for kt in range(k_tiles)]
+        lo = (get_block_idx() % t.k_parts) * t.part_k
+        hi = min(t.k, lo + t.part_k)
+        return [(k0, min(t.l1_k, hi - k0)) for k0 in range(lo, hi, t.l1_k)]
+
+    def process(self):
+        tiles = self.k_tiles()
+        steps = [(block, kt) for block in self.blocks() for kt in range(len(tiles))]
         if not steps:
             return
-        pending = self.copy_in(*steps[0])
+        pending = self.copy_in(steps[0][0], *tiles[0])
         c = None
         for i, (block, kt) in enumerate(steps):
             current = pending
             if i + 1 < len(steps):
-                pending = self.copy_in(*steps[i + 1])
+                nxt = steps[i + 1]
+                pending = self.copy_in(nxt[0], *tiles[nxt[1]])
             if kt == 0:
                 c = self.co1.alloc_tensor("float32")
             self.compute(c, block, kt, current)
-            if kt == k_tiles - 1:
+            if kt == len(tiles) - 1:
                 self.copy_out(c, block)
 
     # --- MTE2: GM -> L1 -------------------------------------------------------------------
 
-    def copy_in(self, block, kt):
-        """The L1 tile ``kt`` of the block's A rows and B columns; its depth."""
+    def copy_in(self, block, k_lo, depth):
+        """The L1 tile of the block's A rows and B columns at ``k_lo``; its depth."""
         t = self.t
         mb, mf, nb, nf = block
-        k_lo = kt * t.l1_k
-        depth = min(t.l1_k, t.k - k_lo)
         a1, b1 = self.a1.alloc_tensor("float16"), self.b1.alloc_tensor("float16")
         if t.trans_a:   # stored k x m
             self.copy_tile(a1, self.a_gm, (t.k, t.m), (k_lo, depth), (mb * FRAC, mf * FRAC))
@@ -195,11 +212,15 @@ class MatmulV2Kernel(Kernel):
     def write(self, out, mb, mf, nb, nf):
         """UB NZ [nf][mf * 16][16] -> GM NZ [n1][m1 * 16][16], or ND rows on the ND route."""
         t, row = self.t, FRAC * self.out_item // 32     # 32-byte blocks per 16-element row
-        if t.in_format == "NZ":
+        if t.k_parts > 1:   # split K: the parts add into the zeroed output
+            set_atomic_add()
+        if t.c_format == "NZ":
             data_copy(self.c_gm[nb * t.m1 * FRACTAL + mb * FRACTAL], out, DataCopyParams(
                 block_count=nf, block_len=mf * FRAC * row, dst_stride=(t.m1 - mf) * FRAC * row))
-            return
-        for j in range(nf):
-            data_copy(self.c_gm[mb * FRAC * t.n + (nb + j) * FRAC], out[j * mf * FRACTAL],
-                      DataCopyParams(block_count=mf * FRAC, block_len=row,
-                                     dst_stride=(t.n // FRAC - 1) * row))
+        else:
+            for j in range(nf):
+                data_copy(self.c_gm[mb * FRAC * t.n + (nb + j) * FRAC], out[j * mf * FRACTAL],
+                          DataCopyParams(block_count=mf * FRAC, block_len=row,
+                                         dst_stride=(t.n // FRAC - 1) * row))
+        if t.k_parts > 1:
+            set_atomic_none()

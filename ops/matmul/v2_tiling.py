@@ -7,7 +7,9 @@ walked in base blocks of ``base_m`` x ``base_n`` (one L0C buffer each, two buffe
 L1 tiles of ``l1_k`` and L0 steps of ``base_k``, every buffer double-buffered. The default
 region split uses as many cores as it can while giving each core the fewest output fractals,
 then the fewest fractal rows plus columns (the data it loads); the L0 k step as deep as L0A and
-L0B allow (at most 256), the L1 k tile at most 512 **[assumed]**.
+L0B allow (at most 256), the L1 k tile at most 512 **[assumed]**. On CANN's split-K route
+(fp32 out) the cores that split leaves take parts of K (``k_parts``), each adding its fp32
+partial into the zeroed output atomically **[assumed split]**.
 """
 
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from npusim.ops.common import ceil_div, override, round_up
 FRAC = 16
 NAME = "MatMulV2"
 FORMATS = ("NZ", "ND")
+SPLIT_MIN = 4      # the default split-K part at least this many fractals deep [assumed]
 L1_K_MOST = 512    # the default L1 k tile at most: a long K in several tiles, so that the copy
                    # of the next overlaps the use of the current [assumed]
 
@@ -26,8 +29,9 @@ L1_K_MOST = 512    # the default L1 k tile at most: a long K in several tiles, s
 class MatmulV2Tiling:
     """Host tiling of the training series' MatMulV2. Users may override ``block_m``,
     ``block_n`` (cores along M and N fractals), ``base_m``, ``base_n`` (the L0C block),
-    ``base_k`` (the L0 k step) and ``l1_k`` (the L1 k tile); m, n, k, the transposes, the
-    formats and the output dtype come from the call."""
+    ``base_k`` (the L0 k step), ``l1_k`` (the L1 k tile) and, on the split-K route,
+    ``k_parts`` (cores along K); m, n, k, the transposes, the formats and the output dtype come
+    from the call."""
 
     m: int
     n: int
@@ -35,7 +39,10 @@ class MatmulV2Tiling:
     trans_a: bool
     trans_b: bool
     in_format: str            # "NZ" (after TransData) or "ND" (read in place, aligned shapes)
-    out_dtype: str            # "float16" or "float32" (fp32 inputs: fp16 in, fp32 out)
+    out_dtype: str            # "float16" or "float32" (fp32 inputs, split K: fp16 in, fp32 out)
+    out_format: str = ""      # "NZ" or "ND" ("": as in_format)
+    split_k: bool = False     # CANN's split-K route: fp32 out, k_parts may exceed 1
+    k_parts: int = 1          # cores along K, adding their fp32 partials atomically
     block_m: int = 1
     block_n: int = 1
     base_m: int = 128
@@ -65,8 +72,21 @@ class MatmulV2Tiling:
         return ceil_div(self.n1, self.block_n)
 
     @property
-    def block_dim(self) -> int:
+    def regions(self) -> int:
         return ceil_div(self.m1, self.core_m1) * ceil_div(self.n1, self.core_n1)
+
+    @property
+    def block_dim(self) -> int:
+        return self.regions * self.k_parts
+
+    @property
+    def part_k(self) -> int:
+        """The k of one part (whole fractals; the last part may be shorter or empty)."""
+        return round_up(ceil_div(self.k, self.k_parts), FRAC)
+
+    @property
+    def c_format(self) -> str:
+        return self.out_format or self.in_format
 
 
 def core_split(m1: int, n1: int, cores: int) -> tuple[int, int]:
@@ -81,28 +101,39 @@ def core_split(m1: int, n1: int, cores: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
-def default_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype) -> MatmulV2Tiling:
+def default_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype,
+                   split_k=False) -> MatmulV2Tiling:
     m1, n1 = ceil_div(m, FRAC), ceil_div(n, FRAC)
     bm, bn = core_split(m1, n1, chip.ai_core_count)
+    parts = 1
+    if split_k:   # the cores the M x N split leaves, along K, each part at least 4 fractals
+        parts = max(1, min(chip.ai_core_count // (bm * bn), ceil_div(k, FRAC * SPLIT_MIN)))
+    part = round_up(ceil_div(k, parts), FRAC)
     base_m = min(ceil_div(m1, bm) * FRAC, 128)
     base_n = min(ceil_div(n1, bn) * FRAC, 256)
     fit = min(chip.l0a_bytes // (4 * base_m), chip.l0b_bytes // (4 * base_n)) // FRAC * FRAC
-    base_k = max(FRAC, min(round_up(k, FRAC), fit, 256))
+    base_k = max(FRAC, min(part, fit, 256))
     l1_fit = chip.l1_bytes // (4 * (base_m + base_n)) // base_k * base_k
-    l1_k = max(base_k, min(round_up(k, base_k), l1_fit, L1_K_MOST))
+    l1_k = max(base_k, min(round_up(part, base_k), l1_fit, L1_K_MOST))
     return MatmulV2Tiling(m=m, n=n, k=k, trans_a=trans_a, trans_b=trans_b, in_format=in_format,
-                          out_dtype=out_dtype, block_m=bm, block_n=bn, base_m=base_m,
-                          base_n=base_n, base_k=base_k, l1_k=l1_k)
+                          out_dtype="float32" if split_k else out_dtype,
+                          out_format="NZ" if split_k else "", split_k=split_k, k_parts=parts,
+                          block_m=bm, block_n=bn, base_m=base_m, base_n=base_n, base_k=base_k,
+                          l1_k=l1_k)
 
 
-def matmul_v2_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype, overrides=None):
+FIXED = ("m", "n", "k", "trans_a", "trans_b", "in_format", "out_dtype", "out_format", "split_k")
+
+
+def matmul_v2_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype, split_k=False,
+                     overrides=None):
     """The default tiling with the user's overrides, checked."""
-    t = default_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype)
-    given = (t.m, t.n, t.k, t.trans_a, t.trans_b, t.in_format, t.out_dtype)
+    t = default_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype, split_k)
+    given = tuple(getattr(t, f) for f in FIXED)
     t = override(t, overrides, f"aclnnMatmul ({NAME})")
-    if (t.m, t.n, t.k, t.trans_a, t.trans_b, t.in_format, t.out_dtype) != given:
-        raise TilingError(f"aclnnMatmul ({NAME}): m, n, k, trans_a, trans_b, in_format and "
-                          "out_dtype come from the matrices, not from the tiling")
+    if tuple(getattr(t, f) for f in FIXED) != given:
+        raise TilingError(f"aclnnMatmul ({NAME}): {', '.join(FIXED)} come from the matrices, "
+                          "not from the tiling")
     check_tiling(t, chip)
     return t
 
@@ -117,13 +148,15 @@ def check_tiling(t: MatmulV2Tiling, chip) -> None:
             raise TilingError(f"{what}: {name} = {value!r}; a positive multiple of 16")
     if t.l1_k % t.base_k:
         raise TilingError(f"{what}: l1_k = {t.l1_k} is not a multiple of base_k = {t.base_k}")
-    for name, most in (("block_m", t.m1), ("block_n", t.n1)):
+    for name, most in (("block_m", t.m1), ("block_n", t.n1),
+                       ("k_parts", ceil_div(t.k, FRAC) if t.split_k else 1)):
         value = getattr(t, name)
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
-            raise TilingError(f"{what}: {name} = {value!r}; 1-{most} (the fractals along it)")
+            raise TilingError(f"{what}: {name} = {value!r}; 1-{most} (the fractals along it; "
+                              "k_parts above 1 on the split-K route only)")
     if t.block_dim > chip.ai_core_count:
-        raise TilingError(f"{what}: block_m x block_n = {t.block_m} x {t.block_n} cores; "
-                          f"{chip.name} has {chip.ai_core_count}")
+        raise TilingError(f"{what}: block_m x block_n x k_parts = {t.block_m} x {t.block_n} x "
+                          f"{t.k_parts} cores; {chip.name} has {chip.ai_core_count}")
     out_item = 4 if t.out_dtype == "float32" else 2
     ub = t.base_m * t.base_n * (4 + (out_item if out_item != 4 else 0))
     needs = (("L1", 2 * 2 * t.l1_k * (t.base_m + t.base_n), chip.l1_bytes),
