@@ -2,13 +2,13 @@
 the Atlas training series; inputs, flops and help.
 
 ``--shape MxNxK`` (as ``catlass_matmul``): self is M x K, mat2 K x N. ``--param
-mat2=row|transposed`` lays mat2 out as a C-contiguous K x N matrix or as the transpose of a
-C-contiguous N x K one (the FC layer's ``x @ W.T``)."""
+mat2=row|plain|transposed`` lays mat2 out as a C-contiguous K x N matrix (row, or plain) or as
+the transpose of a C-contiguous N x K one (the FC layer's ``x @ W.T``)."""
 
 from npusim.cases.common import OpCase, Param, random_array
 from npusim.errors import NpusimError
 
-MAT2_LAYOUTS = ("row", "transposed")
+MAT2_LAYOUTS = ("row", "plain", "transposed")   # plain: row's other name (the step workload's)
 
 
 def _layout(text: str) -> str:
@@ -51,8 +51,8 @@ MATMUL = OpCase(
     default_shape=(32, 1000, 2048), demo_shape=(256, 256, 512), quick_shape=(64, 64, 128),
     dtypes=("float16", "float32"), unit="cube", make=_make, flops=_flops,
     params=(Param(name="mat2", parse=_layout, default="transposed",
-                  help="mat2 in memory: row (C-contiguous K x N) or transposed (the transpose "
-                       "of a C-contiguous N x K, as W.T)"),
+                  help="mat2 in memory: row or plain (C-contiguous K x N) or transposed (the "
+                       "transpose of a C-contiguous N x K, as W.T)"),
             Param(name="cube_math_type", parse=_cube_math_type, default="2",
                   help="0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION, 2 USE_FP16, 3 USE_HF32 "
                        "(float32 is modelled with 2 on A2, 1 or 2 on the training series)")),
@@ -66,4 +66,5 @@ MATMUL = OpCase(
           "GEMM, Cast (cube_math_type 2). Atlas training: CANN's route, TransData ND -> "
           "FRACTAL_NZ, MatMulV2 (L0C -> UB -> Cast -> GM), TransData back (ND in and out "
           "when fp16 M, K, N are multiples of 16); float32 is cast to fp16 and MatMulV2 writes "
-          "fp32; K >= 8 max(M, N) (the split-K route) is not modelled.")
+          "fp32; K >= 8 max(M, N) takes the split-K route (fp32 out, K across cores, atomic adds, "
+          "then Cast).")

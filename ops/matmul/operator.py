@@ -16,9 +16,9 @@ blocks dealt by the block swizzle, FixPipe out), reused, with its tiling datacla
 - K = 0: out is zeros (the ZerosLike kernel); M or N = 0: an empty out, no kernel.
 
 Kernels (``stats["kernels"]``): [Contiguous per strided input], [Cast(self), Cast(mat2)],
-MatMul, [Cast(out)] | ZerosLike(out). Not modelled: the Atlas training series (see args.py),
-MatMulV3's own tiling choice (CATLASS's example tile shapes are used), bias, fp32 and HF32 cube
-modes, bf16.
+MatMul, [Cast(out)] | ZerosLike(out). The Atlas training series runs CANN's route there
+instead (training.py: TransData, MatMulV2). Not modelled: MatMulV3's own tiling choice
+(CATLASS's example tile shapes are used), bias, fp32 and HF32 cube modes, bf16.
 """
 
 import numpy as np
