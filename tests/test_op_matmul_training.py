@@ -108,7 +108,7 @@ def test_split_k_route(m, k, n, trans_b):
     b = rng.standard_normal((n, k)).astype(np.float16).T if trans_b else \
         rng.standard_normal((k, n)).astype(np.float16)
     r = run(a, b)
-    assert r.tiling.split_k and r.tiling.out_dtype == "float32" and r.tiling.c_format == "NZ"
+    assert r.tiling.split_k and r.tiling.out_dtype == "float32" and r.tiling.out_format == "NZ"
     parts, nd = r.tiling.k_parts, r.tiling.in_format == "ND"   # ND: 16x512x32, aligned
     assert nd == ((m, k, n) == (16, 512, 32))
     assert kernels(r) == [x for x in SPLIT_ROUTE if not (x.startswith("MemSet") and parts == 1

@@ -71,13 +71,13 @@ def matmul_training(run, a: np.ndarray, b: np.ndarray, out, tiling=None):
         a_gm = launch_nd_to_nz(run, a_gm, *a_shape, "self")
         b_gm = launch_nd_to_nz(run, b_gm, *b_shape, "mat2")
     c = out
-    if t.c_format == "NZ":
+    if t.out_format == "NZ":
         c = run.gm.tensor("out.nz", t.out_dtype, nz_size(m, n))
     if t.k_parts > 1:
         launch_memset(run, c, nz_size(m, n))
     run.launch(MatmulV2Kernel, block_dim=t.block_dim, name="MatMulV2",
                args=dict(a=a_gm, b=b_gm, c=c, tiling=t))
-    if t.c_format == "NZ":
+    if t.out_format == "NZ":
         nd = out
         if t.out_dtype != out_dtype:    # split K: fp32 out, then Cast
             nd = run.gm.tensor("out.fp32", t.out_dtype, m * n)

@@ -214,7 +214,7 @@ class MatmulV2Kernel(Kernel):
         t, row = self.t, FRAC * self.out_item // 32     # 32-byte blocks per 16-element row
         if t.k_parts > 1:   # split K: the parts add into the zeroed output
             set_atomic_add()
-        if t.c_format == "NZ":
+        if t.out_format == "NZ":
             data_copy(self.c_gm[nb * t.m1 * FRACTAL + mb * FRACTAL], out, DataCopyParams(
                 block_count=nf, block_len=mf * FRAC * row, dst_stride=(t.m1 - mf) * FRAC * row))
         else:

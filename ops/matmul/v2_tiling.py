@@ -40,7 +40,7 @@ class MatmulV2Tiling:
     trans_b: bool
     in_format: str            # "NZ" (after TransData) or "ND" (read in place, aligned shapes)
     out_dtype: str            # "float16" or "float32" (fp32 inputs, split K: fp16 in, fp32 out)
-    out_format: str = ""      # "NZ" or "ND" ("": as in_format)
+    out_format: str = "NZ"    # "NZ" or "ND" (as in_format, but NZ on the split-K route)
     split_k: bool = False     # CANN's split-K route: fp32 out, k_parts may exceed 1
     k_parts: int = 1          # cores along K, adding their fp32 partials atomically
     block_m: int = 1
@@ -84,10 +84,6 @@ class MatmulV2Tiling:
         """The k of one part (whole fractals; the last part may be shorter or empty)."""
         return round_up(ceil_div(self.k, self.k_parts), FRAC)
 
-    @property
-    def c_format(self) -> str:
-        return self.out_format or self.in_format
-
 
 def core_split(m1: int, n1: int, cores: int) -> tuple[int, int]:
     """(block_m, block_n): the fewest output fractals a core, then the fewest rows + columns."""
@@ -117,7 +113,8 @@ def default_tiling(chip, m, n, k, trans_a, trans_b, in_format, out_dtype,
     l1_k = max(base_k, min(round_up(part, base_k), l1_fit, L1_K_MOST))
     return MatmulV2Tiling(m=m, n=n, k=k, trans_a=trans_a, trans_b=trans_b, in_format=in_format,
                           out_dtype="float32" if split_k else out_dtype,
-                          out_format="NZ" if split_k else "", split_k=split_k, k_parts=parts,
+                          out_format="NZ" if split_k else in_format, split_k=split_k,
+                          k_parts=parts,
                           block_m=bm, block_n=bn, base_m=base_m, base_n=base_n, base_k=base_k,
                           l1_k=l1_k)
 
