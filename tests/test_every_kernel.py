@@ -197,6 +197,19 @@ def matmul_nd_transposed(chip, **options):
     return ops.matmul(a, b, chip=chip, tiling={"base_k": 32, "l1_k": 32}, **options)
 
 
+def matmul_split_k(chip, **options):
+    """aclnnMatmul's split-K route on the Atlas training series: MemSet, MatMulV2 with two K
+    parts adding fp32 atomically (two partials onto zeros: any order, the same bits), TransData
+    in fp32, Cast."""
+    if npusim.load_chip(chip).product != "atlas-training":
+        pytest.skip("MatMulV2 runs on the Atlas training series")
+    rng = np.random.default_rng(24)
+    a = rng.uniform(-1, 1, (20, 600)).astype(np.float16)
+    b = rng.uniform(-1, 1, (600, 30)).astype(np.float16)
+    return ops.matmul(a, b, chip=chip, tiling={"k_parts": 2, "block_m": 1, "block_n": 1},
+                      **options)
+
+
 def pool(chip, backward=False, **options):
     """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
     tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
@@ -240,6 +253,7 @@ KERNELS = {
     "add bf16 alpha: Mul then Add": add_two_kernels,
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
     "matmul MatMulV2 on ND, transposed self": matmul_nd_transposed,
+    "matmul split-K: MemSet, atomic K parts, Cast": matmul_split_k,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }
