@@ -210,13 +210,38 @@ def add_two_kernels(chip, **options):
 
 def matmul_row_b(chip, **options):
     """aclnnMatmul, fp32 with USE_FP16: Casts around the CATLASS-shaped GEMM, RowMajor B, a k
-    that is not a whole fractal (A2 only)."""
-    if npusim.load_chip(chip).product != "atlas-a2":
-        pytest.skip("matmul runs on Atlas A2 only")
+    that is not a whole fractal (A2); Casts, TransData to and from FRACTAL_NZ around MatMulV2,
+    fp16 in and fp32 out (Atlas training)."""
     rng = np.random.default_rng(21)
     a = rng.uniform(-1, 1, (40, 300)).astype(np.float32)
     b = rng.uniform(-1, 1, (300, 70)).astype(np.float32)
-    return ops.matmul(a, b, cube_math_type=2, chip=chip, tiling={"l1_k": 128, "block_dim": 2},
+    tiling = {"l1_k": 128, "block_dim": 2}
+    if npusim.load_chip(chip).product != "atlas-a2":
+        tiling = {"l1_k": 128, "base_k": 64, "block_m": 1, "block_n": 2}
+    return ops.matmul(a, b, cube_math_type=2, chip=chip, tiling=tiling, **options)
+
+
+def matmul_nd_transposed(chip, **options):
+    """aclnnMatmul on the Atlas training series, fp16 aligned: MatMulV2 reads ND in place (a
+    transposed self), the L0C -> UB -> Cast -> MTE3 way out in ND rows."""
+    if npusim.load_chip(chip).product != "atlas-training":
+        pytest.skip("MatMulV2 runs on the Atlas training series")
+    rng = np.random.default_rng(23)
+    a = rng.uniform(-1, 1, (64, 48)).astype(np.float16).T
+    b = rng.uniform(-1, 1, (64, 80)).astype(np.float16)
+    return ops.matmul(a, b, chip=chip, tiling={"base_k": 32, "l1_k": 32}, **options)
+
+
+def matmul_split_k(chip, **options):
+    """aclnnMatmul's split-K route on the Atlas training series: MemSet, MatMulV2 with two K
+    parts adding fp32 atomically (two partials onto zeros: any order, the same bits), TransData
+    in fp32, Cast."""
+    if npusim.load_chip(chip).product != "atlas-training":
+        pytest.skip("MatMulV2 runs on the Atlas training series")
+    rng = np.random.default_rng(24)
+    a = rng.uniform(-1, 1, (20, 600)).astype(np.float16)
+    b = rng.uniform(-1, 1, (600, 30)).astype(np.float16)
+    return ops.matmul(a, b, chip=chip, tiling={"k_parts": 2, "block_m": 1, "block_n": 1},
                       **options)
 
 
@@ -265,6 +290,8 @@ KERNELS = {
     "cross_entropy_loss (forward) chunked + contiguous": cross_entropy_forward,
     "foreach_add_list_v2 bf16": foreach_add,
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
+    "matmul MatMulV2 on ND, transposed self": matmul_nd_transposed,
+    "matmul split-K: MemSet, atomic K parts, Cast": matmul_split_k,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }

@@ -1,4 +1,5 @@
-"""aclnnMatmulGetWorkspaceSize and aclnnMatmul (2-D, Atlas A2; see ops/matmul/args.py)."""
+"""aclnnMatmulGetWorkspaceSize and aclnnMatmul (2-D, Atlas A2 and the Atlas training series; see
+ops/matmul/args.py)."""
 
 import numpy as np
 
@@ -7,11 +8,13 @@ from npusim.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, Para
 from npusim.ops.common import resolve_chip
 from npusim.ops.matmul.args import OP, check_matmul
 from npusim.ops.matmul.operator import matmul
+from npusim.ops.matmul.training import workspace_bytes
 
 
 def aclnnMatmulGetWorkspaceSize(self, mat2, out, cubeMathType):  # noqa: N802, N803
     """Check the arguments as the document says; (status, workspace_size, executor); the
-    workspace holds the fp16 copies on the float32 (USE_FP16) path."""
+    workspace holds the fp16 copies on the float32 path (and on the training series the
+    FRACTAL_NZ operands and result)."""
 
     def prepare():
         chip = resolve_chip(current_chip())
@@ -24,6 +27,8 @@ def aclnnMatmulGetWorkspaceSize(self, mat2, out, cubeMathType):  # noqa: N802, N
             raise ParamError(f"{OP}: out {o.dtype} {tuple(o.shape)}; self @ mat2 is {a.dtype} "
                              f"{(a.shape[0], b.shape[1])}", code=ACLNN_ERR_PARAM_INVALID)
         size = 2 * (a.size + b.size + o.size) if a.dtype != np.float16 and a.size else 0
+        if chip.product == "atlas-training":
+            size = workspace_bytes(a, b) if a.size and b.size else 0
 
         def run():
             result = matmul(a, b, cube_math_type=cubeMathType, chip=chip)

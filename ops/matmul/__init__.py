@@ -1,2 +1,3 @@
-"""aclnnMatmul for 2-D operands (the FC layer and its two backward GEMMs) on the CATLASS-shaped
-kernel of ops/catlass (args, operator)."""
+"""aclnnMatmul for 2-D operands (the FC layer and its two backward GEMMs): on Atlas A2 the
+CATLASS-shaped kernel of ops/catlass (args, operator); on the Atlas training series CANN's
+TransData + MatMulV2 route (training, transdata_nz, v2_kernel, v2_tiling)."""

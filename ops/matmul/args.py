@@ -8,9 +8,11 @@ to self's; cubeMathType 0 KEEP_DTYPE (FLOAT on the training and inference series
 violation 161002.
 
 What npusim models (the rest is refused with a ParamError that says it is not modelled, code
-161002): Atlas A2 only (the CATLASS-shaped kernel leaves L0C through FixPipe, which the coupled
-training-series cores do not have); FLOAT16, and FLOAT with cubeMathType 2 (cast to FLOAT16
-around the fp16 GEMM); 2-D operands (aclnnMatmul's 1-D and batched forms are not modelled).
+161002): 2-D operands (aclnnMatmul's 1-D and batched forms are not modelled);
+- Atlas A2: the CATLASS-shaped kernel (ops/catlass), FLOAT16, and FLOAT with cubeMathType 2
+  (cast to FLOAT16 around the fp16 GEMM);
+- Atlas training series: CANN's TransData + MatMulV2 route (training.py), its split-K route
+  included, FLOAT16, and FLOAT with cubeMathType 1 or 2 (both cast to FLOAT16 there).
 """
 
 import numbers
@@ -24,7 +26,7 @@ from npusim.ops.common import PRODUCT_NAMES, as_array, product_name, require
 OP = "aclnnMatmul"
 DOCUMENTED = {"atlas-training": ("float16", "float32"), "atlas-inference": ("float16", "float32"),
               "atlas-a2": ("bfloat16", "float16", "float32")}
-MODELLED_PRODUCTS = ("atlas-a2",)
+MODELLED_PRODUCTS = ("atlas-a2", "atlas-training")
 CUBE_MATH_TYPES = {0: "KEEP_DTYPE", 1: "ALLOW_FP32_DOWN_PRECISION", 2: "USE_FP16",
                    3: "USE_HF32"}
 USE_FP16 = 2
@@ -79,10 +81,17 @@ def _check_modelled(chip, dtype: str, cmt: int) -> None:
     if chip.product not in MODELLED_PRODUCTS:
         supported = ", ".join(f"{p} ({PRODUCT_NAMES[p]})" for p in MODELLED_PRODUCTS)
         raise _bad(f"not modelled on {chip.name} ({product_name(chip)}): npusim runs matmul "
-                   "on the CATLASS-shaped kernel, whose output leaves L0C through FixPipe (Atlas "
-                   f"A2 only); modelled products: {supported}")
+                   "on the CATLASS-shaped kernel (FixPipe, Atlas A2) and on the training "
+                   f"series' MatMulV2; modelled products: {supported}")
+    if chip.product == "atlas-training" and dtype in ("float16", "float32"):
+        return                    # float32: cube_math_type 1 or 2 (0 and 3 refused above)
     if dtype == "float16" or (dtype == "float32" and cmt == USE_FP16):
         return
     raise _bad(f"{dtype} with cube_math_type = {cmt} ({CUBE_MATH_TYPES[cmt]}) is not modelled "
                "on the fp16 CATLASS-shaped kernel; modelled: float16, or float32 with "
                "cube_math_type = 2 (USE_FP16)")
+
+
+SPLIT_K = 8            # matmul_util.cpp SPLIT_K_MULTI: the training series' split-K route
+MKN_MAX = 8000000000   # matmul_util.cpp MKN_MAX
+MN_MULTI = 50          # matmul_util.cpp MN_MULTI

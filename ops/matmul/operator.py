@@ -16,9 +16,9 @@ blocks dealt by the block swizzle, FixPipe out), reused, with its tiling datacla
 - K = 0: out is zeros (the ZerosLike kernel); M or N = 0: an empty out, no kernel.
 
 Kernels (``stats["kernels"]``): [Contiguous per strided input], [Cast(self), Cast(mat2)],
-MatMul, [Cast(out)] | ZerosLike(out). Not modelled: the Atlas training series (see args.py),
-MatMulV3's own tiling choice (CATLASS's example tile shapes are used), bias, fp32 and HF32 cube
-modes, bf16.
+MatMul, [Cast(out)] | ZerosLike(out). The Atlas training series runs CANN's route there
+instead (training.py: TransData, MatMulV2). Not modelled: MatMulV3's own tiling choice
+(CATLASS's example tile shapes are used), bias, fp32 and HF32 cube modes, bf16.
 """
 
 import numpy as np
@@ -30,6 +30,7 @@ from npusim.ops.common import resolve_chip
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.common.fill_cast import launch_cast, launch_zeros
 from npusim.ops.matmul.args import OP, check_matmul
+from npusim.ops.matmul.training import matmul_training
 
 
 def mat2_layout(b: np.ndarray) -> tuple[str, np.ndarray]:
@@ -68,14 +69,18 @@ def matmul(self_, mat2, *, cube_math_type=1, chip="atlas-a2", tiling=None, mode=
     a, b, _ = check_matmul(chip, self_, mat2, cube_math_type)
     (m, k), n = a.shape, b.shape[1]
     layout, b_stored = mat2_layout(b)
-    t = matmul_tiling(chip, m, n, k, layout, tiling) if m and n and k else None
+    training = chip.product == "atlas-training"   # MatMulV2 on coupled cores: training.py
+    t = matmul_tiling(chip, m, n, k, layout, tiling) if m and n and k and not training else None
     run = OpRun(chip, mode=mode, numerics=numerics, trace=trace, sanitize=sanitize,
                 jitter=jitter)
     out = run.gm.tensor("out", a.dtype, m * n)
-    if t is None:
+    if not (m and n and k):
         if m and n:
             launch_zeros(run, out, m * n, "ZerosLike(out)")
         return run.result({"out": (out, (m, n))})
+    if training:
+        t, workspace = matmul_training(run, a, b, out, tiling)
+        return run.result({"out": (out, (m, n))}, tiling=t, workspace_bytes=workspace)
     cast = a.dtype != np.float16
     a16, b16 = _inputs_fp16(run, a, b_stored, cast)
     c16 = run.gm.tensor("out.fp16", "float16", m * n) if cast else out
