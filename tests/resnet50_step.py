@@ -185,7 +185,8 @@ tensors, 25,557,032 fp32 parameters: as torch_npu runs torch.optim.SGD, its fore
 Atlas A2 and one aclnnAdd or aclnnMuls a tensor on the training series, which has no foreach \
 kernels; products = [...] says which calls each runs). The loss's forward \
 (aclnnCrossEntropyLoss) and gradient are Atlas A2 only in CANN: the training series does not \
-run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled). Each call says its phase; identical calls are merged with a count. \
+run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled). \
+Each call says its phase; identical calls are merged with a count. \
 Generated from the architecture by tests/resnet50_step.py (python tests/resnet50_step.py \
 rewrites it), which a test holds it to. batch_dim marks each call's batch dimension, so npusim \
 predict --batch N rescales the step."""
