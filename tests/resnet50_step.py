@@ -193,8 +193,14 @@ predict --batch N rescales the step."""
 
 
 def toml_text(step: Step) -> str:
-    lines = ['name = "resnet50-train-step"', f'description = """{DESCRIPTION}"""',
-             f"batch = {BATCH}", 'batch_unit = "images"', 'formats = "aclnn"']
+    head = ['name = "resnet50-train-step"', f'description = """{DESCRIPTION}"""',
+            f"batch = {BATCH}", 'batch_unit = "images"', 'formats = "aclnn"']
+    return "\n".join(head + call_lines(step)) + "\n"
+
+
+def call_lines(step: Step) -> list:
+    """The [[call]] tables of the merged calls, as TOML lines."""
+    lines = []
     for phase, op, shape, dtype, params, notes, dim, count, products in merged(step):
         lines += ["", "[[call]]", f'phase = "{phase}"', f'op = "{op}"']
         if products:
@@ -207,7 +213,7 @@ def toml_text(step: Step) -> str:
         lines.append(f"count = {count}")
         if dim is not None:
             lines.append(f"batch_dim = {dim}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 if __name__ == "__main__":

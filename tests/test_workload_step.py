@@ -9,6 +9,7 @@ must have the architecture's published size: 25,557,032 parameters in 161 tensor
 
 from math import prod
 
+import moe_layer_step as moe
 import resnet50_step as step
 
 
@@ -52,3 +53,29 @@ def test_every_forward_layer_has_its_backward():
     assert count[("forward", "batch_norm")] == count[("backward", "batch_norm_backward")] == 53
     assert count[("forward", "relu")] == count[("backward", "threshold_backward")] == 49
     assert count[("forward", "add")] == count[("backward", "add")] == 16
+
+
+def _gemm_flops(op, shape, params) -> int:
+    dims = tuple(map(int, shape.split("x")))
+    p = dict(params)
+    if op == "matmul":
+        return 2 * prod(dims)
+    if op == "grouped_matmul":
+        return 2 * prod(dims) * int(p["n"])
+    return 0
+
+
+def test_the_moe_layer_workload_is_what_its_generator_writes():
+    assert moe.WORKLOAD.read_text(encoding="utf-8") == moe.toml_text(moe.build())
+
+
+def test_every_gemm_of_the_moe_layer_has_its_two_gradients():
+    """Each GEMM's backward is two GEMMs of its size (by its input, by its weight)."""
+    flops = {"forward": 0, "backward": 0}
+    for phase, op, shape, _, params, *_ in moe.build().calls:
+        flops[phase] += _gemm_flops(op, shape, params)
+    assert flops["backward"] == 2 * flops["forward"]
+    per_token = flops["forward"] / moe.T
+    experts = moe.TOPK + 1     # routed and shared, each gate + up and down
+    assert per_token == 2 * (moe.H * moe.QKV + moe.QKV // 3 * moe.H + moe.H * moe.E
+                             + experts * 3 * moe.H * moe.F)

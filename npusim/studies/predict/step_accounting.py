@@ -61,6 +61,12 @@ def _attention(dims, params, b):
     return int(10 * batch * heads * s * s * d * causal), 8 * batch * s * heads * d * b
 
 
+def _attention_forward(dims, params, b):
+    batch, s, heads, d = dims
+    causal = 0.5 if str(params.get("causal", "false")) == "true" else 1.0
+    return int(4 * batch * heads * s * s * d * causal), 4 * batch * s * heads * d * b
+
+
 def _sgd(dims, params, b):
     return 6 * prod(dims), 5 * prod(dims) * b
 
@@ -87,6 +93,11 @@ KINDS = {
                                "recomputed, as flash attention does; half when causal); reads "
                                "Q, K, V, O, dO, writes dQ, dK, dV (the SxS scores stay on chip)",
                                _attention),
+    "attention_forward": Kind("BxSxHxD", "4*B*H*S^2*D flops (the scores Q K^T and P V; "
+                              "half when causal); reads Q, K, V, writes O and the softmax's "
+                              "log-sum-exp (the SxS scores stay on chip)", _attention_forward),
+    "softmax_backward": Kind("TxE", "4 flops an element (dx = y * (dy - sum(dy * y))); reads "
+                             "y and dy, writes dx", _elementwise(4, 3)),
     "sgd_momentum": Kind("P (parameters)", "6 flops a parameter (weight decay, momentum, "
                          "update); reads w, g and m, writes w and m", _sgd),
 }
