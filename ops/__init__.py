@@ -10,6 +10,7 @@ from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
+from npusim.ops.matmul.grouped import grouped_matmul
 from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.norm.rms_norm import rms_norm
@@ -27,6 +28,7 @@ __all__ = [
     "convolution_backward",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "grouped_matmul",
     "matmul",
     "moe_token_permute_grad",
     "relu",

@@ -9,6 +9,7 @@ from npusim.golden.convolution import convolution_backward
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
+from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
@@ -24,6 +25,7 @@ __all__ = [
     "convolution_backward",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "grouped_matmul",
     "matmul",
     "moe_token_permute_grad",
     "relu",
