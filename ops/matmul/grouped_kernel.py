@@ -20,8 +20,7 @@ there, L1 depths stepKa 8 / stepKb 4.
 
 from typing import NamedTuple
 
-from npusim.dsl import get_block_idx
-from npusim.dsl import cube
+from npusim.dsl import cube, get_block_idx
 from npusim.dsl.scalar_gm import gm_get_value
 from npusim.ops.catlass.matmul import QUANT_OUT, CatlassMatmulKernel
 from npusim.ops.catlass.tiling import FRAC, Block, block_shape
