@@ -12,6 +12,7 @@ from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.matmul.grouped import grouped_matmul
 from npusim.ops.matmul.operator import matmul
+from npusim.ops.moe.gating import moe_gating_top_k_softmax
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
@@ -30,6 +31,7 @@ __all__ = [
     "embedding_dense_backward",
     "grouped_matmul",
     "matmul",
+    "moe_gating_top_k_softmax",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",

@@ -185,6 +185,24 @@ def matmul_row_b(chip, **options):
                       **options)
 
 
+def grouped(chip, weight_grad=False, **options):
+    """GroupedMatmul (A2 only): bf16 experts of 0, odd and several blocks' rows over 5 cores,
+    the weight transposed (dX); or the weight gradient (groupType 2: ColumnMajor x, odd k)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("grouped_matmul runs on Atlas A2 only")
+    rng = np.random.default_rng(23)
+    ends = np.array([40, 40, 203, 300], np.int64)
+    tiling = {"l1_m": 64, "l1_n": 64, "l1_k": 64, "block_dim": 5}
+    if weight_grad:
+        x = rng.uniform(-1, 1, (300, 48)).astype(bfloat16).T
+        dy = rng.uniform(-1, 1, (300, 70)).astype(bfloat16)
+        return ops.grouped_matmul(x, dy, ends, group_type=2, chip=chip, tiling=tiling,
+                                  **options)
+    x = rng.uniform(-1, 1, (300, 96)).astype(bfloat16)
+    w = rng.uniform(-1, 1, (4, 80, 96)).astype(bfloat16).transpose(0, 2, 1)
+    return ops.grouped_matmul(x, w, ends, chip=chip, tiling=tiling, **options)
+
+
 def pool(chip, backward=False, **options):
     """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
     tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
@@ -227,6 +245,8 @@ KERNELS = {
     "threshold_backward (elementwise template) + contiguous": elementwise,
     "add bf16 alpha: Mul then Add": add_two_kernels,
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
+    "grouped_matmul transposed weight": grouped,
+    "grouped_matmul weight gradient (groupType 2)": lambda chip, **o: grouped(chip, True, **o),
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }

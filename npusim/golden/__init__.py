@@ -11,6 +11,7 @@ from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
+from npusim.golden.moe_gating_top_k_softmax import moe_gating_top_k_softmax
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
@@ -27,6 +28,7 @@ __all__ = [
     "embedding_dense_backward",
     "grouped_matmul",
     "matmul",
+    "moe_gating_top_k_softmax",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",
