@@ -203,6 +203,16 @@ def grouped(chip, weight_grad=False, **options):
     return ops.grouped_matmul(x, w, ends, chip=chip, tiling=tiling, **options)
 
 
+def gating(chip, **options):
+    """MoeGatingTopKSoftmax (A2 only): bf16 router logits, k not a whole block (padded slots,
+    DataCopyPad out), rows over 5 cores in batches of 3."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMoeGatingTopKSoftmax runs on Atlas A2 only")
+    x = np.random.default_rng(24).standard_normal((37, 70)).astype(bfloat16)
+    return ops.moe_gating_top_k_softmax(x, k=5, chip=chip, tiling={"block_dim": 5,
+                                                                  "row_factor": 3}, **options)
+
+
 def pool(chip, backward=False, **options):
     """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
     tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
@@ -247,6 +257,7 @@ KERNELS = {
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
     "grouped_matmul transposed weight": grouped,
     "grouped_matmul weight gradient (groupType 2)": lambda chip, **o: grouped(chip, True, **o),
+    "moe_gating_top_k_softmax: SoftMax, Sort, padded slots": gating,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }
