@@ -13,7 +13,9 @@ from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, muls, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.foreach.operators import foreach_add_list_v2, foreach_mul_scalar_v2
+from npusim.ops.matmul.grouped import grouped_matmul
 from npusim.ops.matmul.operator import matmul
+from npusim.ops.moe.gating import moe_gating_top_k_softmax
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
@@ -34,7 +36,9 @@ __all__ = [
     "embedding_dense_backward",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
+    "grouped_matmul",
     "matmul",
+    "moe_gating_top_k_softmax",
     "moe_token_permute_grad",
     "muls",
     "relu",

@@ -245,6 +245,34 @@ def matmul_split_k(chip, **options):
                       **options)
 
 
+def grouped(chip, weight_grad=False, **options):
+    """GroupedMatmul (A2 only): bf16 experts of 0, odd and several blocks' rows over 5 cores,
+    the weight transposed (dX); or the weight gradient (groupType 2: ColumnMajor x, odd k)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("grouped_matmul runs on Atlas A2 only")
+    rng = np.random.default_rng(23)
+    ends = np.array([40, 40, 203, 300], np.int64)
+    tiling = {"l1_m": 64, "l1_n": 64, "l1_k": 64, "block_dim": 5}
+    if weight_grad:
+        x = rng.uniform(-1, 1, (300, 48)).astype(bfloat16).T
+        dy = rng.uniform(-1, 1, (300, 70)).astype(bfloat16)
+        return ops.grouped_matmul(x, dy, ends, group_type=2, chip=chip, tiling=tiling,
+                                  **options)
+    x = rng.uniform(-1, 1, (300, 96)).astype(bfloat16)
+    w = rng.uniform(-1, 1, (4, 80, 96)).astype(bfloat16).transpose(0, 2, 1)
+    return ops.grouped_matmul(x, w, ends, chip=chip, tiling=tiling, **options)
+
+
+def gating(chip, **options):
+    """MoeGatingTopKSoftmax (A2 only): bf16 router logits, k not a whole block (padded slots,
+    DataCopyPad out), rows over 5 cores in batches of 3."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMoeGatingTopKSoftmax runs on Atlas A2 only")
+    x = np.random.default_rng(24).standard_normal((37, 70)).astype(bfloat16)
+    return ops.moe_gating_top_k_softmax(x, k=5, chip=chip, tiling={"block_dim": 5,
+                                                                  "row_factor": 3}, **options)
+
+
 def pool(chip, backward=False, **options):
     """The (1, 1) adaptive average pool: ReduceMean with WholeReduceSum rows over 3 cores in
     tiles of 16 rows; backward: Fill (the elementwise template), then Brcb and Mul."""
@@ -292,6 +320,9 @@ KERNELS = {
     "matmul fp32 USE_FP16: casts, RowMajor B, partial k": matmul_row_b,
     "matmul MatMulV2 on ND, transposed self": matmul_nd_transposed,
     "matmul split-K: MemSet, atomic K parts, Cast": matmul_split_k,
+    "grouped_matmul transposed weight": grouped,
+    "grouped_matmul weight gradient (groupType 2)": lambda chip, **o: grouped(chip, True, **o),
+    "moe_gating_top_k_softmax: SoftMax, Sort, padded slots": gating,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
 }

@@ -22,7 +22,9 @@ from npusim.cases.cross_entropy_loss import CROSS_ENTROPY_LOSS
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
 from npusim.cases.foreach import FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2
+from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
+from npusim.cases.moe_gating_top_k_softmax import MOE_GATING_TOP_K_SOFTMAX
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.muls import MULS
 from npusim.cases.relu import RELU
@@ -42,7 +44,9 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
                                       MATMUL, RELU, THRESHOLD_BACKWARD, CROSS_ENTROPY_LOSS,
                                       FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2, MULS,
-                                      CONVOLUTION_FORWARD)}
+                                      CONVOLUTION_FORWARD,
+                                      # the MoE layer's operators (issue 41)
+                                      GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

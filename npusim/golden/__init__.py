@@ -11,7 +11,9 @@ from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, muls, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
+from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
+from npusim.golden.moe_gating_top_k_softmax import moe_gating_top_k_softmax
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
@@ -30,7 +32,9 @@ __all__ = [
     "embedding_dense_backward",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
+    "grouped_matmul",
     "matmul",
+    "moe_gating_top_k_softmax",
     "moe_token_permute_grad",
     "muls",
     "relu",

@@ -45,13 +45,15 @@ from npusim.ops.catlass.tiling import (
 from npusim.ops.common import as_array, ceil_div, override, resolve_chip, round_up
 
 NAME = "catlass_matmul"
+QUANT_OUT = {"float16": cube.QuantMode.F322F16, "bfloat16": cube.QuantMode.F322BF16}
 
 
 class CatlassMatmulKernel(Kernel):
     core_type = "aic"
 
-    def init(self, a, b, c, tiling: CatlassMatmulTiling):
+    def init(self, a, b, c, tiling: CatlassMatmulTiling, dtype="float16"):
         self.a_gm, self.b_gm, self.c_gm, self.t = a, b, c, tiling
+        self.dtype = dtype      # fp16 (CATLASS's examples); bf16 for grouped_matmul (ops/matmul)
         t = tiling
         self.a1, self.b1 = TQue(TPosition.A1, 2, name="l1A"), TQue(TPosition.B1, 2, name="l1B")
         self.a2, self.b2 = TQue(TPosition.A2, 2, name="l0A"), TQue(TPosition.B2, 2, name="l0B")
@@ -88,7 +90,7 @@ class CatlassMatmulKernel(Kernel):
         m_idx, n_idx, rows, cols = block
         k_lo = kt * t.l1_k
         depth = min(t.l1_k, t.k - k_lo)
-        a1, b1 = self.a1.alloc_tensor("float16"), self.b1.alloc_tensor("float16")
+        a1, b1 = self.a1.alloc_tensor(self.dtype), self.b1.alloc_tensor(self.dtype)
         cube.data_copy_nd2nz(a1, self.a_gm[m_idx * t.l1_m * t.k + k_lo], cube.Nd2NzParams(
             n_value=rows, d_value=depth, src_d_value=t.k, dst_nz_c0_stride=t.l1_m,
             dst_nz_n_stride=1))
@@ -116,10 +118,10 @@ class CatlassMatmulKernel(Kernel):
         a1, b1 = self.a1.deque(), self.b1.deque()
         for s, k_lo in enumerate(range(0, depth, t.l0_k)):
             step = min(t.l0_k, depth - k_lo)
-            a2 = self.a2.alloc_tensor("float16")
+            a2 = self.a2.alloc_tensor(self.dtype)
             self.load_a(a2, a1, k_lo, step, m_round)
             self.a2.enque(a2)
-            b2 = self.b2.alloc_tensor("float16")
+            b2 = self.b2.alloc_tensor(self.dtype)
             self.load_b(b2, b1, k_lo, step, n_round)
             self.b2.enque(b2)
             a2, b2 = self.a2.deque(), self.b2.deque()
@@ -163,7 +165,7 @@ class CatlassMatmulKernel(Kernel):
         c = self.co1.deque()
         cube.fixpipe(self.c_gm[m_idx * t.l1_m * t.n + n_idx * t.l1_n], c, cube.FixpipeParamsV220(
             m_size=rows, n_size=cols, src_stride=round_up(rows, FRAC), dst_stride=t.n,
-            quant_pre=cube.QuantMode.F322F16))
+            quant_pre=QUANT_OUT[self.dtype]))
         self.co1.free_tensor(c)
 
 
