@@ -5,6 +5,8 @@ shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like CATLASS's tha
 table and ``matmul`` run. ``npusim.ops.<name>`` is the operator; its modules are reached by their
 path."""
 
+from npusim.ops.batch_norm.backward import batch_norm_backward
+from npusim.ops.batch_norm.forward import batch_norm
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
@@ -23,6 +25,8 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "add",
+    "batch_norm",
+    "batch_norm_backward",
     "catlass_matmul",
     "convolution_backward",
     "cross_entropy_loss_grad",
