@@ -14,6 +14,7 @@ the simulation.
 
 from npusim.cases.adaptive_avg_pool2d import ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD
 from npusim.cases.add import ADD
+from npusim.cases.batch_norm import BATCH_NORM, BATCH_NORM_BACKWARD
 from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
 from npusim.cases.convolution_backward import CONVOLUTION
@@ -36,7 +37,8 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       RMS_NORM, RMS_NORM_GRAD, SWI_GLU, SWI_GLU_GRAD,
                                       # the ResNet-50 step's operators (issue 40)
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
-                                      MATMUL, RELU, THRESHOLD_BACKWARD)}
+                                      MATMUL, RELU, THRESHOLD_BACKWARD, BATCH_NORM,
+                                      BATCH_NORM_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -4,6 +4,7 @@ A golden rounds in the kernel's order, so a correct kernel matches it bit for bi
 produce an operator's outputs: those come only from the simulated instructions.
 """
 
+from npusim.golden.batch_norm import batch_norm, batch_norm_backward
 from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution_backward
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
@@ -20,6 +21,8 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "add",
+    "batch_norm",
+    "batch_norm_backward",
     "catlass_matmul",
     "convolution_backward",
     "cross_entropy_loss_grad",
