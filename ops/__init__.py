@@ -19,6 +19,7 @@ from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
 from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backward
 from npusim.ops.pooling.max_pool import max_pool2d_with_indices
+from npusim.ops.pooling.max_pool_backward import max_pool2d_with_indices_backward
 from npusim.ops.silu.backward import silu_backward
 from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
@@ -34,6 +35,7 @@ __all__ = [
     "embedding_dense_backward",
     "matmul",
     "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",

@@ -21,6 +21,7 @@ from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
 from npusim.cases.matmul import MATMUL
+from npusim.cases.max_pool2d import MAX_POOL2D_WITH_INDICES, MAX_POOL2D_WITH_INDICES_BACKWARD
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
@@ -38,7 +39,8 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       # the ResNet-50 step's operators (issue 40)
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
                                       MATMUL, RELU, THRESHOLD_BACKWARD, BATCH_NORM,
-                                      BATCH_NORM_BACKWARD)}
+                                      BATCH_NORM_BACKWARD, MAX_POOL2D_WITH_INDICES,
+                                      MAX_POOL2D_WITH_INDICES_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

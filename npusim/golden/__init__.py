@@ -12,7 +12,12 @@ from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
-from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
+from npusim.golden.pooling import (
+    adaptive_avg_pool2d,
+    adaptive_avg_pool2d_backward,
+    max_pool2d_with_indices,
+    max_pool2d_with_indices_backward,
+)
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
@@ -28,6 +33,8 @@ __all__ = [
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "matmul",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",
