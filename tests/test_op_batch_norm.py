@@ -192,3 +192,48 @@ def test_argument_rules(call, code, match):
     with pytest.raises(ParamError, match=match) as err:
         call()
     assert err.value.code == code
+
+
+def to_5hd(a: np.ndarray) -> np.ndarray:
+    n, c, h, w = a.shape
+    c1 = -(-c // 16)
+    pad = np.zeros((n, c1 * 16, h, w), a.dtype)
+    pad[:, :c] = a
+    return pad.reshape(n, c1, 16, h * w).transpose(0, 1, 3, 2).copy()
+
+
+def test_the_5hd_entry_points_run_only_the_compute_kernels():
+    """Graph mode's hook: BNTrainingReduce + BNTrainingUpdate (and the backward pair) on
+    activations already in NC1HWC0 give the operator's results in NC1HWC0."""
+    from npusim.chip import load_chip
+    from npusim.engine.sequence import OpRun
+    from npusim.ops.batch_norm.backward import launch_backward_5hd
+    from npusim.ops.batch_norm.forward import launch_forward_5hd
+
+    x, dy = normal((2, 20, 3, 5), "float16", seed=11), normal((2, 20, 3, 5), "float16", seed=12)
+    w, b, rm, rv = channels(20)
+    full = ops.batch_norm(x, w, b, rm, rv, chip="atlas-training")
+    run = OpRun(load_chip("atlas-training"))
+    x5 = run.gm.tensor("x5", x.dtype, to_5hd(x).size, to_5hd(x))
+    pad = [np.concatenate([v, np.zeros(12, F32)]) for v in (w, b, rm, rv)]
+    ins = [run.gm.tensor(f"c{i}", F32, 32, v) for i, v in enumerate(pad)]
+    outs = [run.gm.tensor(f"o{i}", F32, 20) for i in range(4)]
+    y5, _ = launch_forward_5hd(run, x5, x.shape, ins, outs, 0.1, 1e-5)
+    r = run.result({"y5": (y5, to_5hd(x).shape), "saveMean": (outs[0], (20,))})
+    assert [k["name"] for k in r.stats["kernels"]] == ["BNTrainingReduce", "BNTrainingUpdate"]
+    assert_bit_equal(r.outputs["y5"], to_5hd(full.outputs["output"]), "output")
+    assert_bit_equal(r.outputs["saveMean"], full.outputs["saveMean"], "saveMean")
+    mean, inv = full.outputs["saveMean"], full.outputs["saveInvstd"]
+    grad = ops.batch_norm_backward(dy, x, w, rm, rv, mean, inv, chip="atlas-training")
+    run = OpRun(load_chip("atlas-training"))
+    dy5 = run.gm.tensor("dy5", x.dtype, to_5hd(dy).size, to_5hd(dy))
+    x5 = run.gm.tensor("x5", x.dtype, to_5hd(x).size, to_5hd(x))
+    ins = [run.gm.tensor(f"c{i}", F32, 32, np.concatenate([v, np.zeros(12, F32)]))
+           for i, v in enumerate((w, mean, inv))]
+    outs = [run.gm.tensor(f"g{i}", F32, 20) for i in range(2)]
+    dx5, _ = launch_backward_5hd(run, dy5, x5, x.shape, ins, outs)
+    r = run.result({"dx5": (dx5, to_5hd(x).shape), "gradWeight": (outs[0], (20,))})
+    assert [k["name"] for k in r.stats["kernels"]] == ["BNTrainingUpdateGrad",
+                                                        "BNTrainingReduceGrad"]
+    assert_bit_equal(r.outputs["dx5"], to_5hd(grad.outputs["gradInput"]), "gradInput")
+    assert_bit_equal(r.outputs["gradWeight"], grad.outputs["gradWeight"], "gradWeight")
