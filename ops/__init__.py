@@ -1,9 +1,9 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels, one package
 per family (``convolution/``, ``embedding/``, ``cross_entropy/``, ``moe/``, ``silu/``,
-``transdata/``, ``elementwise/``, ``matmul/``, ``pooling/``, ``norm/``, ``swiglu/``; ``common/``
-shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like CATLASS's that the validation
-table and ``matmul`` run. ``npusim.ops.<name>`` is the operator; its modules are reached by their
-path."""
+``transdata/``, ``elementwise/``, ``matmul/``, ``pooling/``, ``norm/``, ``swiglu/``,
+``batch_norm/``; ``common/`` shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like
+CATLASS's that the validation table and ``matmul`` run. ``npusim.ops.<name>`` is the operator;
+its modules are reached by their path."""
 
 from npusim.ops.batch_norm.backward import batch_norm_backward
 from npusim.ops.batch_norm.forward import batch_norm
