@@ -13,7 +13,9 @@ index, Select the gradient or 0, Add into the slab's fp32 sums (taps in order kh
 out. Planes are split over the vector cores.
 
 Not modelled: CANN's layout (planes on the lanes after TransDataTo5HD, the col2img adds with a
-block stride of sw) and its choice among the normal, cut-kernel and scatter kernels.
+block stride of sw) and its choice among the normal, cut-kernel and scatter kernels. The work
+here is per input position and tap, two Gathers each (CANN's per output position, no Gather):
+expect these cycles well above CANN's kernel's.
 """
 
 import numpy as np
