@@ -78,9 +78,9 @@ def ub_bytes(pool, rows: int, backward: bool, item: int, buffer_num: int) -> int
     n = round_up(rows * (pool.hw[1] if backward else pool.out[1]), 8)
     taps = pool.kernel[0] * pool.kernel[1]
     tile = g["slab_rows"] * g["pitch"] + 32 // item
-    if backward:   # grad, indices tiles; idx fp32; tables; iota; P, G, I, acc; out
-        return (2 * buffer_num * tile * 4 + tile * 4 + taps * n * 4 + n * 4 + 4 * n * 4
-                + buffer_num * n * 4 + n // 8 + 1024)
+    if backward:   # grad, indices tiles; idx fp32, positions, pos_k, c_k; tables; G; out
+        return (2 * buffer_num * tile * 4 + 4 * tile * 4 + taps * n * 4 + n * 4
+                + buffer_num * n * 4 + tile // 8 + 1024)
     # input tile; tables; rel, hs, ws; cand(f32), cur, idx, ci, t; out, idx out
     return (buffer_num * tile * item + taps * n * 4 + 3 * n * 4 + 5 * n * 4
             + buffer_num * n * (item + 4) + n // 8 + 1024)
@@ -145,9 +145,11 @@ def forward_tables(t: MaxPoolTiling, item: int) -> tuple:
 
 
 def backward_tables(t: MaxPoolTiling) -> tuple:
-    """(offsets uint32 [taps, n8], iota fp32 [n8]): per tap, for every input position of the
-    slab, the byte offset in the gradOutput tile of the output whose window has it at that
-    tap, else the block of grad 0 and index -1; iota = the position's index in the slab."""
+    """(offsets uint32 [taps, n8], positions fp32): per tap, for every input position of the
+    slab, the byte offset in the gradOutput tile of the output whose window has it at that tap,
+    else the block of grad 0 and index -1; positions = per gradOutput tile element the index
+    of its window's tap (0, 0) relative to the slab's first gradOutput row (orow x sh x W +
+    ocol x sw; the tap and the slab add a constant)."""
     n = results(t, True)
     n8 = round_up(n, 8)
     r, iw = np.divmod(np.arange(n), t.w)
@@ -160,6 +162,7 @@ def backward_tables(t: MaxPoolTiling) -> tuple:
             ok = ((hr % t.sh == 0) & (wr % t.sw == 0) & (orow >= 0) & (orow < t.slab_rows)
                   & (ocol >= 0) & (ocol < t.ow))
             offs[a * t.kw + b, :n] = np.where(ok, (orow * t.pitch + ocol) * 4, dead)
-    iota = np.zeros(n8, F32)
-    iota[:n] = np.arange(n)
-    return offs.reshape(-1), iota
+    tile = t.slab_rows * t.pitch + 8
+    orow, ocol = np.divmod(np.arange(tile), t.pitch)
+    positions = (orow * t.sh * t.w + ocol * t.sw).astype(F32)
+    return offs.reshape(-1), positions

@@ -7,15 +7,16 @@ window position's index with the argmax (Compare EQ), Select the gradient or 0, 
 selections into the input grid (col2img). The kernel here does the same per slab of input rows
 of one plane (``max_geometry.py``): the gradOutput and indices rows that reach the slab in
 (DataCopyPad, rows outside filled with grad 0 and index -1), the indices Cast to fp32; per
-kernel tap one host-made Gather table gives every input position the output whose window has
-it at that tap: Gather the gradient and the index there, Compare EQ with the position's own
-index, Select the gradient or 0, Add into the slab's fp32 sums (taps in order kh, kw); the slab
-out. Planes are split over the vector cores.
+kernel tap, over the gradOutput tile: the tap's position in each window (a host-made table plus
+a scalar), Compare EQ with the index, Select the gradient or 0; then over the slab's input
+positions a Gather of those selections (one host-made table per tap gives each position the
+output whose window has it at that tap, or a zero block) and an Add into the fp32 sums (taps in
+order kh, kw); the slab out. Planes are split over the vector cores.
 
 Not modelled: CANN's layout (planes on the lanes after TransDataTo5HD, the col2img adds with a
-block stride of sw) and its choice among the normal, cut-kernel and scatter kernels. The work
-here is per input position and tap, two Gathers each (CANN's per output position, no Gather):
-expect these cycles well above CANN's kernel's.
+block stride of sw) and its choice among the normal, cut-kernel and scatter kernels. The col2img
+here is a Gather per tap over the input positions (CANN's adds with a block stride, no
+Gather): expect these cycles above CANN's kernel's.
 """
 
 import numpy as np
@@ -49,7 +50,7 @@ from npusim.ops.pooling.max_pool import plane_range
 class MaxPoolGradWithArgmaxKernel(Kernel):
     """One vector core's planes, slab by slab of input rows."""
 
-    def init(self, grad, indices, dx, offsets, iota, tiling: MaxPoolTiling):
+    def init(self, grad, indices, dx, offsets, positions, tiling: MaxPoolTiling):
         t = tiling
         self.g_gm, self.i_gm, self.dx, self.t = grad, indices, dx, t
         self.n = results(t, True)
@@ -60,15 +61,16 @@ class MaxPoolGradWithArgmaxKernel(Kernel):
         for q in (self.g_que, self.i_que):
             self.pipe.init_buffer(q, bn, self.tile * 4)
         self.tab_que = TQue(TPosition.VECIN, 1, name="inQueueTables")
-        self.pipe.init_buffer(self.tab_que, 1, (t.taps + 1) * n8 * 4)
+        self.pipe.init_buffer(self.tab_que, 1, t.taps * n8 * 4 + self.tile * 4)
         self.out_que = TQue(TPosition.VECOUT, bn, name="outQueueY")
         self.pipe.init_buffer(self.out_que, bn, n8 * 4)
         self.bufs = {}
-        for name, size in (("idxF", self.tile * 4), ("pos", n8 * 4), ("g", n8 * 4),
-                           ("i", n8 * 4), ("sel", n8 * 4), ("mask", round_up(n8 // 8, 32))):
+        for name, size in (("idxF", self.tile * 4), ("pos", self.tile * 4),
+                           ("sel", self.tile * 4), ("g", n8 * 4),
+                           ("mask", round_up(self.tile // 8 + 1, 32))):
             self.bufs[name] = TBuf(TPosition.VECCALC, name=name)
             self.pipe.init_buffer(self.bufs[name], size)
-        self.offsets, self.iota, self.n8 = offsets, iota, n8
+        self.offsets, self.positions, self.n8 = offsets, positions, n8
 
     def buf(self, name: str, dtype="float32"):
         return self.bufs[name].get(dtype)
@@ -77,7 +79,8 @@ class MaxPoolGradWithArgmaxKernel(Kernel):
         t = self.t
         tab = self.tab_que.alloc_tensor("uint32")
         copy_exact(tab, self.offsets[0], t.taps * self.n8)
-        copy_exact(tab[t.taps * self.n8].reinterpret_cast(np.float32), self.iota[0], self.n8)
+        copy_exact(tab[t.taps * self.n8].reinterpret_cast(np.float32), self.positions[0],
+                   self.tile)
         self.tab_que.enque(tab)
         tab = self.tab_que.deque()
         for plane in plane_range(t, get_block_idx()):
@@ -120,17 +123,20 @@ class MaxPoolGradWithArgmaxKernel(Kernel):
         idx_f = self.buf("idxF")
         vec.cast(idx_f, i, "rint", self.tile)
         self.i_que.free_tensor(i)
-        pos, gk, ik, sel = self.buf("pos"), self.buf("g"), self.buf("i"), self.buf("sel")
+        pos, sel, gk = self.buf("pos"), self.buf("sel"), self.buf("g")
         mask = self.buf("mask", "uint8")
-        vec.adds(pos, tab[t.taps * self.n8].reinterpret_cast(np.float32), float(ih0 * t.w), n)
+        positions = tab[t.taps * self.n8].reinterpret_cast(np.float32)
+        top = ih0 // t.sh + t.first_row          # the slab's first gradOutput row
         acc = self.out_que.alloc_tensor("float32")
         vec.duplicate(acc, 0.0, n)
         for k in range(t.taps):
-            vec.gather(gk, g, tab[k * self.n8], 0, n)
-            vec.gather(ik, idx_f, tab[k * self.n8], 0, n)
-            vec.compare(mask, ik, pos, "eq", n)
-            vec.select(sel, mask, gk, 0.0, n)
-            vec.add(acc, acc, sel, n)
+            a, b = divmod(k, t.kw)
+            base = (top * t.sh - t.ph + a) * t.w - t.pw + b
+            vec.adds(pos, positions, float(base), self.tile)
+            vec.compare(mask, idx_f, pos, "eq", self.tile)
+            vec.select(sel, mask, g, 0.0, self.tile)
+            vec.gather(gk, sel, tab[k * self.n8], 0, n)
+            vec.add(acc, acc, gk, n)
         self.g_que.free_tensor(g)
         self.out_que.enque(acc)
 
@@ -155,11 +161,12 @@ def max_pool2d_with_indices_backward(grad_output, self_, indices, kernel_size, s
     dy_gm, i_gm = to_gm(run, "gradOutput", dy), to_gm(run, "indices", idx)
     to_gm(run, "self", x)                    # aclnn makes self contiguous (its shape is used)
     dx = run.gm.tensor("gradInput", np.float32, x.size)
-    offs, iota = backward_tables(t)
+    offs, positions = backward_tables(t)
     offs_gm = run.gm.tensor("MaxPool3DGradWithArgmax.offsets", np.uint32, offs.size, offs)
-    iota_gm = run.gm.tensor("MaxPool3DGradWithArgmax.positions", np.float32, iota.size, iota)
+    pos_gm = run.gm.tensor("MaxPool3DGradWithArgmax.positions", np.float32, positions.size,
+                           positions)
     run.launch(MaxPoolGradWithArgmaxKernel, block_dim=t.block_dim,
                name="MaxPool3DGradWithArgmax",
-               args=dict(grad=dy_gm, indices=i_gm, dx=dx, offsets=offs_gm, iota=iota_gm,
+               args=dict(grad=dy_gm, indices=i_gm, dx=dx, offsets=offs_gm, positions=pos_gm,
                          tiling=t))
     return run.result({"gradInput": (dx, x.shape)}, tiling=t)
