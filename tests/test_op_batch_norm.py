@@ -31,7 +31,8 @@ def channels(c: int, seed: int = 7) -> tuple:
 
 def golden_of(fn, result, *args, **kwargs):
     t = result.tiling
-    return fn(*args, **kwargs, lanes=t.lanes, parts=t.parts, tile=t.tile)
+    return fn(*args, **kwargs, lanes=t.lanes, parts=t.parts, tile=t.tile, pitch=t.pitch,
+              chunk_rows=t.chunk_rows)
 
 
 def assert_golden(result, want: dict) -> None:
@@ -157,6 +158,15 @@ def test_tiling_overrides_and_bad_overrides():
             run_forward(x, "atlas-training", tiling=bad)
     with pytest.raises(TilingError, match="parts"):       # BatchNormV3 takes whole channels
         run_forward(normal((2, 64, 3, 3), "float16"), "atlas-a2", tiling={"parts": 2})
+
+
+@pytest.mark.parametrize("tile,rows", [(64, 0), (128, 1), (256, 2), (1024, 3)])
+def test_batch_norm_v3_batches_short_runs(tile, rows):
+    """BatchNormV3 takes ``chunk_rows`` runs of 81 fp16 (96 in UB) per chunk when they fit
+    the tile, else chunks of one run; the golden follows either order."""
+    r, _ = run_forward(normal((3, 64, 9, 9), "float16", seed=13), "atlas-a2",
+                       tiling={"tile": tile})
+    assert (r.tiling.chunk_rows, r.tiling.pitch) == (rows, 96 if rows else 0)
 
 
 X = normal((2, 8, 3, 3), "float32")

@@ -38,7 +38,8 @@ def _make(shape, dtype, params, rng):
 def _golden_options(result, args, kwargs) -> dict:
     """The run's layout and split: they fix the order of the channel sums."""
     t = result.tiling
-    return {"lanes": t.lanes, "parts": t.parts, "tile": t.tile}
+    return {"lanes": t.lanes, "parts": t.parts, "tile": t.tile, "pitch": t.pitch,
+            "chunk_rows": t.chunk_rows}
 
 
 def _make_backward(shape, dtype, params, rng):

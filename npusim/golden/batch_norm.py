@@ -54,15 +54,18 @@ def _fold(acc: np.ndarray, lanes: int) -> np.ndarray:
     return acc
 
 
-def channel_sums(runs: list, product, lanes: int, parts: int, tile: int) -> list:
-    """Per channel (G x lanes, fp32) the sums of ``product(*chunks)`` outputs, one per output."""
+def channel_sums(runs: list, product, lanes: int, parts: int, tile: int,
+                 chunk: int = 0) -> list:
+    """Per channel (G x lanes, fp32) the sums of ``product(*chunks)`` outputs, one per output;
+    chunks of ``chunk`` elements (default ``tile``) into ``tile``-long accumulators."""
     n, g, length = runs[0].shape
+    chunk = chunk or tile
     total = None
     for first, count in _part_ranges(n, parts):
         accs = None
         for b in range(first, first + count):
-            for s in range(0, length, tile):
-                vals = product(*(r[b, :, s:s + tile] for r in runs))
+            for s in range(0, length, chunk):
+                vals = product(*(r[b, :, s:s + chunk] for r in runs))
                 if accs is None:
                     accs = [np.zeros((g, tile), F32) for _ in vals]
                 for acc, v in zip(accs, vals, strict=True):
@@ -81,16 +84,30 @@ def _lane_values(v: np.ndarray, runs_shape, lanes: int, length: int) -> np.ndarr
     return np.tile(v.reshape(g, lanes), (1, length // lanes))
 
 
+def _batched(a: np.ndarray, pitch: int) -> np.ndarray:
+    """BatchNormV3's batched runs: per channel its N runs, each zero-padded to ``pitch``, as
+    one run (1, C, N x pitch)."""
+    n, c, h, w = a.shape
+    pad = np.zeros((n, c, pitch), F32)
+    pad[:, :, :h * w] = a.reshape(n, c, h * w)
+    return pad.transpose(1, 0, 2).reshape(1, c, n * pitch)
+
+
 def batch_norm(input, weight, bias, running_mean, running_var, *, momentum=0.1,  # noqa: A002
-               eps=1e-5, lanes=16, parts=1, tile=64, **_ignored) -> dict:
+               eps=1e-5, lanes=16, parts=1, tile=64, pitch=0, chunk_rows=0,
+               **_ignored) -> dict:
     """{"output", "saveMean", "saveInvstd", "runningMean", "runningVar"} as the kernels compute
-    them for the run's ``lanes``, ``parts`` and ``tile``."""
+    them for the run's ``lanes``, ``parts``, ``tile`` (and BatchNormV3's batching of
+    ``chunk_rows`` runs ``pitch`` apart)."""
     x = _nchw(input)
     n, c, h, w = x.shape
     count = n * h * w
     xf = x.astype(F32)
-    runs = _runs(xf, lanes)
-    s, q = channel_sums([runs], lambda v: (v, (v * v).astype(F32)), lanes, parts, tile)
+    if chunk_rows:
+        runs, chunk = _batched(xf, pitch), chunk_rows * pitch
+    else:
+        runs, chunk = _runs(xf, lanes), tile
+    s, q = channel_sums([runs], lambda v: (v, (v * v).astype(F32)), lanes, parts, tile, chunk)
     inv_m, e, mom, keep, unb = (F32(v) for v in (1.0 / count, eps, momentum, 1 - momentum,
                                                    count / (count - 1)))
     with np.errstate(all="ignore"):

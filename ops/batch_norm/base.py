@@ -91,7 +91,7 @@ class BatchNormKernelBase(Kernel):
         if local is not None:
             self.ins[i].free_tensor(local)
 
-    def store(self, gm, offset: int, f, length: int) -> None:
+    def store(self, gm, offset, f, length: int) -> None:
         """fp32 ``f`` -> the activation dtype (fp16: CAST_NONE, bf16: CAST_RINT) -> GM."""
         y = self.out.alloc_tensor(self.dtype)
         if self.wide:
@@ -100,8 +100,11 @@ class BatchNormKernelBase(Kernel):
             vec.muls(y, f, 1.0, length)
         self.out.enque(y)
         y = self.out.deque()
-        copy_exact(gm[offset], y, length)
+        self.put(gm, offset, y, length)
         self.out.free_tensor(y)
+
+    def put(self, gm, offset, y, length: int) -> None:
+        copy_exact(gm[offset], y, length)
 
     # ---- per-channel vectors --------------------------------------------------------------
     def load_channels(self, group: int, sources: list, first: int = 0) -> None:

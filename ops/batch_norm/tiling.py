@@ -8,7 +8,9 @@ the batch (``parts`` near-equal slices of N): the statistics kernels write one p
 (fp32, ``lanes`` values) and the kernels after them add the partials in part order. Units go to
 the cores round robin. A run is processed in chunks of ``tile`` elements (a power of two, a
 multiple of 64), which is also the length of the fp32 accumulators the statistics fold to
-``lanes`` values at the end (pairwise halves).
+``lanes`` values at the end (pairwise halves). A2's BatchNormV3 with short runs (H x W up to
+the tile) takes ``chunk_rows`` runs of a channel per chunk instead, each ``pitch`` elements
+apart in UB (one DataCopyPad, each run padded with zeros to 32 bytes).
 """
 
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ class BatchNormTiling:
     tile: int              # elements per chunk and per fp32 accumulator
     buffer_num: int        # 1 single, 2 double buffering of the chunk queues
     count: int             # N x H x W: the values each channel's statistics average
+    pitch: int = 0         # BatchNormV3 batching runs: UB elements per run (H x W, 32 bytes)
+    chunk_rows: int = 0    # ... and runs per chunk (0: a chunk is part of one run)
 
 
 def _ub_per_tile_elem(item: int, buffer_num: int, inputs: int) -> int:
