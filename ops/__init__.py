@@ -1,10 +1,12 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels, one package
 per family (``convolution/``, ``embedding/``, ``cross_entropy/``, ``moe/``, ``silu/``,
-``transdata/``, ``elementwise/``, ``matmul/``, ``pooling/``, ``norm/``, ``swiglu/``; ``common/``
-shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like CATLASS's that the validation
-table and ``matmul`` run. ``npusim.ops.<name>`` is the operator; its modules are reached by their
-path."""
+``transdata/``, ``elementwise/``, ``matmul/``, ``pooling/``, ``norm/``, ``swiglu/``,
+``batch_norm/``; ``common/`` shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like
+CATLASS's that the validation table and ``matmul`` run. ``npusim.ops.<name>`` is the operator;
+its modules are reached by their path."""
 
+from npusim.ops.batch_norm.backward import batch_norm_backward
+from npusim.ops.batch_norm.forward import batch_norm
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.convolution.forward import convolution
@@ -21,6 +23,8 @@ from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
 from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backward
+from npusim.ops.pooling.max_pool import max_pool2d_with_indices
+from npusim.ops.pooling.max_pool_backward import max_pool2d_with_indices_backward
 from npusim.ops.silu.backward import silu_backward
 from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
@@ -28,6 +32,8 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "add",
+    "batch_norm",
+    "batch_norm_backward",
     "catlass_matmul",
     "convolution",
     "convolution_backward",
@@ -39,6 +45,8 @@ __all__ = [
     "grouped_matmul",
     "matmul",
     "moe_gating_top_k_softmax",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "muls",
     "relu",

@@ -26,7 +26,10 @@ PRINTS = {
         "[[0.   0.   2.   3.25]] [[0. 0. 1. 1.]] [[-2.25   0.     3.     4.875]]",
         "['Relu', 'ReluGrad', 'Axpy'] 6911", "column 27864 True",
         "[[ 1.5  5.5  9.5]\n [13.5 17.5 21.5]] [[0.25, 0.25], [0.25, 0.25]]",
-        "['Fill', 'Mul'] 4 96", "7179 4 True"],
+        "['Fill', 'Mul'] 4 96", "7179 4 True",
+        "[ 7.5 11.5 15.5] [0.75      1.15      1.5500001] ['TransData(input)', "
+        "'BNTrainingReduce', 'BNTrainingUpdate', 'TransData(output)']",
+        "[8. 8. 8.] True", "[[5.0, 7.0], [13.0, 15.0]] [[5, 7], [13, 15]]"],
     "docs/guide/python-api.md": [
         "8459 8.459", "{'UB': 106496}", "'gradInput': (2, 32, 28, 28)",
         "[('Conv2DBackpropInput', 14, 12694), ('TransData(gradInput)', 4, 9434)]",

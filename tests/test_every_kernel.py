@@ -285,6 +285,34 @@ def pool(chip, backward=False, **options):
     return ops.adaptive_avg_pool2d(x, (1, 1), chip=chip, tiling=tiling, **options)
 
 
+def batch_norm(chip, backward=False, channels=20, **options):
+    """BatchNorm: TransData, BNTrainingReduce, BNTrainingUpdate, TransData (or A2's BatchNormV3
+    for 64 channels); backward: BNTrainingUpdateGrad and BNTrainingReduceGrad, parts of N."""
+    rng = np.random.default_rng(23)
+    x = rng.uniform(-2, 2, (3, channels, 5, 6)).astype(np.float16)
+    w, b = (rng.uniform(-1, 1, channels).astype(np.float32) for _ in range(2))
+    if not backward:
+        return ops.batch_norm(x, w, b, None, None, chip=chip, tiling={"tile": 64}, **options)
+    mean = x.astype(np.float32).mean(axis=(0, 2, 3))
+    inv = rng.uniform(0.5, 2, channels).astype(np.float32)
+    return ops.batch_norm_backward(x, x, w, None, None, mean, inv, chip=chip,
+                                   tiling={"parts": 2, "tile": 64}, **options)
+
+
+def max_pool(chip, backward=False, **options):
+    """MaxPool3DWithArgmaxV2 / MaxPool3DGradWithArgmax (A2 only): slabs of 2 rows."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMaxPool2dWithIndices and its backward run on Atlas A2 only")
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    window = dict(kernel_size=[3], stride=[2], padding=[1], tiling={"rows": 2})
+    if not backward:
+        return ops.max_pool2d_with_indices(x, chip=chip, **window, **options)
+    idx = ops.max_pool2d_with_indices(x, chip=chip, **window).outputs["indices"]
+    dy = rng.standard_normal(idx.shape).astype(np.float32)
+    return ops.max_pool2d_with_indices_backward(dy, x, idx, chip=chip, **window, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -325,6 +353,14 @@ KERNELS = {
     "moe_gating_top_k_softmax: SoftMax, Sort, padded slots": gating,
     "adaptive_avg_pool2d (1, 1): ReduceMean": pool,
     "adaptive_avg_pool2d_backward: Fill, Brcb + Mul": lambda chip, **o: pool(chip, True, **o),
+    "batch_norm: TransData, BNTrainingReduce, BNTrainingUpdate": batch_norm,
+    "batch_norm 64 channels (A2: BatchNormV3)": lambda chip, **o: batch_norm(chip, channels=64,
+                                                                             **o),
+    "batch_norm_backward: BNTrainingUpdateGrad, BNTrainingReduceGrad":
+        lambda chip, **o: batch_norm(chip, True, **o),
+    "max_pool2d_with_indices: MaxPool3DWithArgmaxV2": max_pool,
+    "max_pool2d_with_indices_backward: MaxPool3DGradWithArgmax":
+        lambda chip, **o: max_pool(chip, True, **o),
 }
 
 

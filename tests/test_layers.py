@@ -126,7 +126,8 @@ def test_the_studies_reach_operators_only_through_the_registry():
 # convolution launches TransData around its cube kernels (kernels.md §2(b)); matmul runs its GEMM
 # on the CATLASS-shaped kernel of ops/catlass (reused, not copied); the (1, 1) adaptive average
 # pool's backward runs aclnn's Fill on the elementwise template.
-FAMILY_USES = {"convolution": {"transdata"}, "matmul": {"catlass"}, "pooling": {"elementwise"}}
+FAMILY_USES = {"batch_norm": {"transdata"}, "convolution": {"transdata"}, "matmul": {"catlass"},
+               "pooling": {"elementwise"}}
 
 
 def family(module: str) -> str | None:

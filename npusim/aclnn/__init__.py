@@ -11,6 +11,12 @@ The chip is chosen with ``aclrtSetDevice(0, chip="atlas-training")`` (default ``
 last run's ``Result`` (cycles, trace, stats) is on the executor and on the stream.
 """
 
+from npusim.aclnn.batch_norm import (
+    aclnnBatchNorm,
+    aclnnBatchNormBackward,
+    aclnnBatchNormBackwardGetWorkspaceSize,
+    aclnnBatchNormGetWorkspaceSize,
+)
 from npusim.aclnn.convolution import (
     aclnnConvolution,
     aclnnConvolutionBackward,
@@ -34,6 +40,12 @@ from npusim.aclnn.embedding_dense_backward import (
     aclnnEmbeddingDenseBackwardGetWorkspaceSize,
 )
 from npusim.aclnn.matmul import aclnnMatmul, aclnnMatmulGetWorkspaceSize
+from npusim.aclnn.max_pool2d import (
+    aclnnMaxPool2dWithIndices,
+    aclnnMaxPool2dWithIndicesBackward,
+    aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize,
+    aclnnMaxPool2dWithIndicesGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -57,6 +69,10 @@ __all__ = [
     "aclnnAdd",
     "aclnnAddGetWorkspaceSize",
     "aclnnConvolution",
+    "aclnnBatchNorm",
+    "aclnnBatchNormBackward",
+    "aclnnBatchNormBackwardGetWorkspaceSize",
+    "aclnnBatchNormGetWorkspaceSize",
     "aclnnConvolutionBackward",
     "aclnnConvolutionBackwardGetWorkspaceSize",
     "aclnnConvolutionGetWorkspaceSize",
@@ -66,6 +82,10 @@ __all__ = [
     "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
     "aclnnMatmul",
     "aclnnMatmulGetWorkspaceSize",
+    "aclnnMaxPool2dWithIndices",
+    "aclnnMaxPool2dWithIndicesBackward",
+    "aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize",
+    "aclnnMaxPool2dWithIndicesGetWorkspaceSize",
     "aclnnMoeTokenPermuteGrad",
     "aclnnMoeTokenPermuteGradGetWorkspaceSize",
     "aclnnRelu",

@@ -14,6 +14,7 @@ the simulation.
 
 from npusim.cases.adaptive_avg_pool2d import ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD
 from npusim.cases.add import ADD
+from npusim.cases.batch_norm import BATCH_NORM, BATCH_NORM_BACKWARD
 from npusim.cases.catlass_matmul import CATLASS_MATMUL
 from npusim.cases.common import OpCase, Param, parse_dtype, parse_shape
 from npusim.cases.convolution import CONVOLUTION_FORWARD
@@ -24,6 +25,7 @@ from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
 from npusim.cases.foreach import FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2
 from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
+from npusim.cases.max_pool2d import MAX_POOL2D_WITH_INDICES, MAX_POOL2D_WITH_INDICES_BACKWARD
 from npusim.cases.moe_gating_top_k_softmax import MOE_GATING_TOP_K_SOFTMAX
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.muls import MULS
@@ -44,7 +46,9 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
                                       MATMUL, RELU, THRESHOLD_BACKWARD, CROSS_ENTROPY_LOSS,
                                       FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2, MULS,
-                                      CONVOLUTION_FORWARD,
+                                      CONVOLUTION_FORWARD, BATCH_NORM, BATCH_NORM_BACKWARD,
+                                      MAX_POOL2D_WITH_INDICES,
+                                      MAX_POOL2D_WITH_INDICES_BACKWARD,
                                       # the MoE layer's operators (issue 41)
                                       GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):

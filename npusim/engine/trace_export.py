@@ -10,6 +10,7 @@ only when complete.
 """
 
 import json
+import math
 import os
 import tempfile
 from collections import defaultdict, deque
@@ -100,6 +101,8 @@ def _json_items(d: dict) -> str:
     for key, value in d.items():
         if isinstance(value, bool):
             text = "true" if value else "false"
+        elif isinstance(value, float) and not math.isfinite(value):
+            text = f'"{value!r}"'          # JSON has no inf or nan: written as a string
         elif isinstance(value, (int, float)):
             text = repr(value)
         elif isinstance(value, str) and '"' not in value and "\\" not in value:

@@ -4,6 +4,7 @@ A golden rounds in the kernel's order, so a correct kernel matches it bit for bi
 produce an operator's outputs: those come only from the simulated instructions.
 """
 
+from npusim.golden.batch_norm import batch_norm, batch_norm_backward
 from npusim.golden.catlass_matmul import catlass_matmul
 from npusim.golden.convolution import convolution, convolution_backward
 from npusim.golden.cross_entropy_loss import cross_entropy_loss
@@ -15,7 +16,12 @@ from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_gating_top_k_softmax import moe_gating_top_k_softmax
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
-from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
+from npusim.golden.pooling import (
+    adaptive_avg_pool2d,
+    adaptive_avg_pool2d_backward,
+    max_pool2d_with_indices,
+    max_pool2d_with_indices_backward,
+)
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
@@ -24,6 +30,8 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "add",
+    "batch_norm",
+    "batch_norm_backward",
     "catlass_matmul",
     "convolution",
     "convolution_backward",
@@ -35,6 +43,8 @@ __all__ = [
     "grouped_matmul",
     "matmul",
     "moe_gating_top_k_softmax",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "muls",
     "relu",
