@@ -110,7 +110,8 @@ def build() -> Step:
     for b in reversed(blocks()):
         bottleneck_backward(step, *b)
     step.add("backward", "max_pool2d_with_indices_backward", stem,
-             "stem max pool's gradient", {"kernel_size": "3", "stride": "2", "padding": "1"})
+             "stem max pool's gradient (fp32: the only dtype CANN's A2 kernel takes)",
+             {"kernel_size": "3", "stride": "2", "padding": "1"}, dtype="float32")
     conv_bn_backward(step, image, 64, 7, 2, "stem 7x7/2", dx=False)
     optimizer(step)
     return step
@@ -185,7 +186,9 @@ tensors, 25,557,032 fp32 parameters: as torch_npu runs torch.optim.SGD, its fore
 Atlas A2 and one aclnnAdd or aclnnMuls a tensor on the training series, which has no foreach \
 kernels; products = [...] says which calls each runs). The loss's forward \
 (aclnnCrossEntropyLoss) and gradient are Atlas A2 only in CANN: the training series does not \
-run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled). \
+run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled), nor \
+the max pool and its gradient (aclnnMaxPool2dWithIndices is A2 only; torch_npu runs \
+MaxPool2dWithMask on the training series, not modelled). \
 Each call says its phase; identical calls are merged with a count. \
 Generated from the architecture by tests/resnet50_step.py (python tests/resnet50_step.py \
 rewrites it), which a test holds it to. batch_dim marks each call's batch dimension, so npusim \

@@ -3,9 +3,9 @@
 Each row of ``steps.toml`` names a workload, a per-card batch, the formats the framework ran
 (graph mode: ``internal``) and the chip model; its prediction is the workload's step on that
 chip, every call counted, in those formats (``npusim.studies.predict.step``). A row whose
-workload did not run every call on its chip has no error, unless what did not run takes under
-1% of the step where it ran (``MISSING_SHARE``, set before any row ran; the line says which
-calls): the 32 x 1000 loss is Atlas A2 only in CANN and takes microseconds of a 30 ms step.
+workload did not run every call on its chip is compared without those calls and counted only
+when what did not run takes at most 1% of the step where it ran (``MISSING_SHARE``, set before
+any row ran); its line says which calls and their share either way.
 ``step_errors`` reads a prediction that has already run (``npusim predict`` prints them);
 ``steps_run.run_steps`` predicts every row's workload and batch (``npusim validate --steps``;
 minutes, the study-point cache makes a second run quick). The tolerance, +-25%, was set before any
@@ -88,12 +88,13 @@ def predicted_ms(result: dict, row: StepRow):
     if not missing:
         return us / 1000.0, ""
     elsewhere = _elsewhere_us(result, missing)
-    if elsewhere is None or elsewhere > MISSING_SHARE * us:
-        return None, (f"{len(missing)} calls did not run on {chip}, the step is incomplete "
-                      f"(calls {', '.join(map(str, missing))})")
-    return us / 1000.0, (f"without calls {', '.join(map(str, missing))}, not run on {chip}: "
-                         f"{elsewhere:.1f} us where they ran, under {MISSING_SHARE:.0%} of "
-                         "the step")
+    calls = ", ".join(map(str, missing))
+    if elsewhere is None:
+        return None, f"calls {calls} ran on no chip: the step is incomplete"
+    share = elsewhere / us if us else 1.0
+    return us / 1000.0, (f"without calls {calls}, not run on {chip}: {elsewhere:.1f} us "
+                         f"where they ran, {share:.1%} of the step"
+                         + ("" if share <= MISSING_SHARE else "; not counted"))
 
 
 MISSING_SHARE = 0.01   # set before any row ran: a step missing more is not compared
@@ -121,8 +122,9 @@ def step_errors(result: dict, rows=None) -> list:
             continue
         ms, why = predicted_ms(result, row)
         error = ms / row.measured_ms - 1 if ms is not None else None
+        counted = error is not None and not why.endswith("not counted")
         out.append({"row": row, "predicted_ms": ms, "error": error, "why": why,
-                    "within": error is not None and abs(error) <= row.tolerance})
+                    "counted": counted, "within": counted and abs(error) <= row.tolerance})
     return out
 
 
@@ -144,9 +146,10 @@ def lines(found: list) -> list:
             out.append(f"{head}; no prediction: {x['why']}")
         else:
             note = f"; {x['why']}" if x["why"] else ""
+            verdict = ("within" if x["within"] else "OUTSIDE") if x["counted"] else "not"
             out.append(f"{head}, predicted {x['predicted_ms']:.1f} ms: {x['error']:+.1%} "
-                       f"({'within' if x['within'] else 'OUTSIDE'} +-{r.tolerance:.0%}){note}")
-    ran = [x for x in found if x["error"] is not None]
+                       f"({verdict} +-{r.tolerance:.0%}){note}")
+    ran = [x for x in found if x["counted"]]
     if ran:
         mae = sum(abs(x["error"]) for x in ran) / len(ran)
         out.append(f"whole-step rows: {len(ran)} ran, {sum(x['within'] for x in ran)} within "
