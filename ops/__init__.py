@@ -11,6 +11,7 @@ from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
 from npusim.ops.elementwise.operators import add, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.matmul.operator import matmul
+from npusim.ops.moe.token_permute import moe_token_permute
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
@@ -28,6 +29,7 @@ __all__ = [
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "matmul",
+    "moe_token_permute",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",

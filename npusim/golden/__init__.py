@@ -10,6 +10,7 @@ from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
 from npusim.golden.matmul import matmul
+from npusim.golden.moe_token_permute import moe_token_permute
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
@@ -25,6 +26,7 @@ __all__ = [
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "matmul",
+    "moe_token_permute",
     "moe_token_permute_grad",
     "relu",
     "rms_norm",
