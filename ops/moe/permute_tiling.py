@@ -1,4 +1,4 @@
-"""Host tiling of MoeTokenPermute (CANN's ``moe_token_permute_tiling.cpp``, Tiling4IndexCopyCompute).
+"""Host tiling of MoeTokenPermute (CANN's ``moe_token_permute_tiling.cpp``, its index copy).
 
 The index copy splits the tokens over all AIV cores (``realCoreNumAiv``): ``front_core_num``
 cores take ``core_calc_num`` = ceil(tokens / cores) tokens, the others ``core_calc_tail`` =
