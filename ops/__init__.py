@@ -13,6 +13,7 @@ from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute import moe_token_permute
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
+from npusim.ops.moe.token_unpermute import moe_token_unpermute
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
@@ -31,6 +32,7 @@ __all__ = [
     "matmul",
     "moe_token_permute",
     "moe_token_permute_grad",
+    "moe_token_unpermute",
     "relu",
     "rms_norm",
     "rms_norm_grad",

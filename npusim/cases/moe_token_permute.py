@@ -4,6 +4,7 @@ for the command. The default shape is the MoE layer's (4096 tokens x 7168, top-8
 import numpy as np
 
 from npusim.cases.common import MAX_ELEMENTS, OpCase, Param, random_array
+from npusim.cases.moe_token_permute_grad import moe_routing, parse_fraction
 from npusim.errors import NpusimError
 
 MAX_TOPK = 512      # a larger topk is left for the op to refuse (made with 512)
@@ -67,3 +68,72 @@ MOE_TOKEN_PERMUTE = OpCase(
     notes="Two sorts of the tokens x topk indices, then a scatter: every token row is read "
           "once and written topk times, so the roofline is those bytes (and the indices) over "
           "the HBM bandwidth; no arithmetic. Atlas A2 only.")
+
+
+def parse_bool(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("true or false")
+    return text.lower() == "true"
+
+
+UNPERMUTE_PARAMS = (
+    Param(name="topk", parse=int, default="8", help="experts (copies) per token (probs' dim 1; "
+          "1 without probs)"),
+    Param(name="probs", parse=parse_bool, default="true",
+          help="pass probs (the router's weights, rows summing to 1); false: topk is 1"),
+    Param(name="drop", parse=parse_fraction, default="0",
+          help="fraction of the copies the forward dropped (permutedTokens has that many fewer "
+               "rows)"),
+)
+
+
+def router_probs(rng, tokens: int, topk: int, dtype: str) -> np.ndarray:
+    """A router's top-k weights: positive, each row summing to 1, in ``dtype``."""
+    w = rng.random((tokens, topk), dtype=np.float32) + np.float32(0.05)
+    return (w / w.sum(axis=1, keepdims=True)).astype(random_array(rng, (0,), dtype).dtype)
+
+
+def _unpermute_make(shape, dtype, params, rng):
+    if len(shape) != 2:
+        raise NpusimError(f"moe_token_unpermute: --shape is TOKENS x HIDDEN, got {len(shape)} "
+                          "dimensions")
+    tokens, hidden = shape
+    k = min(max(params["topk"], 1), MAX_TOPK) if params["probs"] else 1
+    if tokens * k * hidden > MAX_ELEMENTS:
+        raise NpusimError(f"moe_token_unpermute: permutedTokens would have "
+                          f"{tokens * k * hidden:,} elements (tokens x topk x hidden), more "
+                          f"than {MAX_ELEMENTS:,}; the simulator keeps every tensor in host memory")
+    indices, rows = moe_routing(rng, tokens, k, params["drop"])
+    x = random_array(rng, (rows, hidden), dtype)
+    if not params["probs"]:
+        return (x, indices), {}
+    probs = router_probs(rng, tokens, k, dtype)
+    if params["topk"] != k:
+        probs = np.zeros((tokens, params["topk"]), probs.dtype)   # the op refuses this topk
+    return (x, indices, probs), {}
+
+
+def _unpermute_flops(args, kwargs):
+    """fp32 Muls and Adds: per hidden element, one product per surviving copy and one add per
+    surviving copy after a token's first (none without probs)."""
+    if len(args) < 3:
+        return 0
+    x, indices, probs = args
+    alive = ((indices.reshape(probs.shape) < x.shape[0]) & (probs != 0)).sum(axis=1)
+    return int((2 * alive - 1).clip(min=0).sum()) * x.shape[1]
+
+
+MOE_TOKEN_UNPERMUTE = OpCase(
+    name="moe_token_unpermute", aclnn="aclnnMoeTokenUnpermute",
+    summary="out[t] = sum over k of probs[t, k] * permutedTokens[sortedIndices[t * topK + k]]",
+    shape_help="TOKENS x HIDDEN: the shape of unpermutedTokens (permutedTokens has tokens x "
+               "topk rows, fewer with drop)",
+    default_shape=(4096, 7168), demo_shape=(1024, 4096), quick_shape=(64, 512),
+    dtypes=("bfloat16", "float16", "float32"), unit="vector",
+    make=_unpermute_make, flops=_unpermute_flops, params=UNPERMUTE_PARAMS,
+    tiling_help="block_dim (AIV cores used), hidden_splited_length (elements of a row per UB "
+                "chunk), buffer_num (input-row queue depth, 1 to 4), tokens_splited_length "
+                "(tokens whose indices and probs one UB batch holds)",
+    notes="A weighted gather: every kept row of permutedTokens is read once and every output "
+          "row written once, so the roofline is those bytes over the HBM bandwidth. TFLOPS "
+          "counts the fp32 products and adds. Atlas A2 only.")
