@@ -14,6 +14,7 @@ from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.token_permute import moe_token_permute
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
 from npusim.ops.moe.token_unpermute import moe_token_unpermute
+from npusim.ops.moe.token_unpermute_grad import moe_token_unpermute_grad
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
@@ -33,6 +34,7 @@ __all__ = [
     "moe_token_permute",
     "moe_token_permute_grad",
     "moe_token_unpermute",
+    "moe_token_unpermute_grad",
     "relu",
     "rms_norm",
     "rms_norm_grad",

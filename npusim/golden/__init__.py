@@ -13,6 +13,7 @@ from npusim.golden.matmul import matmul
 from npusim.golden.moe_token_permute import moe_token_permute
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.moe_token_unpermute import moe_token_unpermute
+from npusim.golden.moe_token_unpermute_grad import moe_token_unpermute_grad
 from npusim.golden.pooling import adaptive_avg_pool2d, adaptive_avg_pool2d_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
@@ -30,6 +31,7 @@ __all__ = [
     "moe_token_permute",
     "moe_token_permute_grad",
     "moe_token_unpermute",
+    "moe_token_unpermute_grad",
     "relu",
     "rms_norm",
     "rms_norm_grad",
