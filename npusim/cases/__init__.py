@@ -20,7 +20,11 @@ from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
 from npusim.cases.matmul import MATMUL
-from npusim.cases.moe_token_permute import MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE
+from npusim.cases.moe_token_permute import (
+    MOE_TOKEN_PERMUTE,
+    MOE_TOKEN_UNPERMUTE,
+    MOE_TOKEN_UNPERMUTE_GRAD,
+)
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
@@ -39,7 +43,8 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, ADD,
                                       MATMUL, RELU, THRESHOLD_BACKWARD,
                                       # the MoE layer's permutes (issue 41)
-                                      MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE)}
+                                      MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,
+                                      MOE_TOKEN_UNPERMUTE_GRAD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

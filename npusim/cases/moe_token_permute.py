@@ -137,3 +137,38 @@ MOE_TOKEN_UNPERMUTE = OpCase(
     notes="A weighted gather: every kept row of permutedTokens is read once and every output "
           "row written once, so the roofline is those bytes over the HBM bandwidth. TFLOPS "
           "counts the fp32 products and adds. Atlas A2 only.")
+
+
+def _unpermute_grad_make(shape, dtype, params, rng):
+    (x, indices, *probs), _ = _unpermute_make(shape, dtype, params, rng)
+    grad = random_array(rng, shape, dtype)
+    return (x, grad, indices, *probs), {}
+
+
+def _unpermute_grad_flops(args, kwargs):
+    """fp32 work per hidden element of each copy: the gradient times its prob, and the product
+    with the permuted row and its sum (none without probs)."""
+    if len(args) < 4:
+        return 0
+    return 3 * args[2].size * args[0].shape[1]
+
+
+def chunk_of(result, args, kwargs) -> dict:
+    """The hidden chunk the kernel summed the probs gradient in (the golden's ``chunk``)."""
+    t = result.tiling
+    return {"chunk": t.hidden_size_align if t.hidden_size_loop_times > 1 else None}
+
+
+MOE_TOKEN_UNPERMUTE_GRAD = OpCase(
+    name="moe_token_unpermute_grad", aclnn="aclnnMoeTokenUnpermuteGrad",
+    summary="permutedTokensGradOut[idx] = unpermutedTokensGrad[t] * probs[t, k]; probsGradOut = "
+            "the row products' sums",
+    shape_help="TOKENS x HIDDEN: the shape of unpermutedTokensGrad (permutedTokens has tokens x "
+               "topk rows, fewer with drop)",
+    default_shape=(4096, 7168), demo_shape=(1024, 4096), quick_shape=(64, 512),
+    dtypes=("bfloat16", "float16", "float32"), unit="vector",
+    make=_unpermute_grad_make, flops=_unpermute_grad_flops, params=UNPERMUTE_PARAMS,
+    golden_options=chunk_of, tiling_help="none (CANN derives every field from the shape)",
+    sweep_example="--param topk=2,4,8",
+    notes="With probs every kept permuted row is read and written once and the gradient read "
+          "once per copy; the roofline is those bytes over the HBM bandwidth. Atlas A2 only.")
