@@ -354,3 +354,72 @@ def test_run_command_checks_and_reports(name, tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("bit-identical to the golden") == (1 if name.endswith("mute") else 2)
+
+
+# --- aclnn two-phase ------------------------------------------------------------------------
+
+def test_aclnn_permute_unpermute_and_grad():
+    """The three two-phase calls on one routing: permute, unpermute (probs), its grad."""
+    import npusim.aclnn as acl
+    assert acl.aclrtSetDevice(0) == acl.ACL_SUCCESS
+    _, stream = acl.aclrtCreateStream()
+    rng = np.random.default_rng(30)
+    tokens = rng.standard_normal((6, 32)).astype(bfloat16)
+    indices = router_choices(rng, 6, 2, 4)
+    permuted, ranks = np.zeros((12, 32), bfloat16), np.zeros(12, np.int32)
+    ret, size, ex = acl.aclnnMoeTokenPermuteGetWorkspaceSize(
+        acl.Tensor(tokens), acl.Tensor(indices), 0, False, acl.Tensor(permuted),
+        acl.Tensor(ranks))
+    assert ret == acl.ACL_SUCCESS and size == 0
+    assert acl.aclnnMoeTokenPermute(None, size, ex, stream) == acl.ACL_SUCCESS
+    want = golden.moe_token_permute(tokens, indices)
+    assert_bit_equal(permuted, want["permuteTokensOut"])
+    assert_bit_equal(ranks, want["sortedIndicesOut"])
+    probs = router_probs(rng, 6, 2, "bfloat16")
+    out = np.zeros((6, 32), bfloat16)
+    ret, size, ex = acl.aclnnMoeTokenUnpermuteGetWorkspaceSize(
+        acl.Tensor(permuted), acl.Tensor(ranks), acl.Tensor(probs), False, None, acl.Tensor(out))
+    assert ret == acl.ACL_SUCCESS
+    assert acl.aclnnMoeTokenUnpermute(None, size, ex, stream) == acl.ACL_SUCCESS
+    assert_bit_equal(out, golden.moe_token_unpermute(permuted, ranks, probs))
+    dx, dp = np.zeros((12, 32), bfloat16), np.zeros((6, 2), bfloat16)
+    ret, size, ex = acl.aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
+        acl.Tensor(permuted), acl.Tensor(out), acl.Tensor(ranks), acl.Tensor(probs), False,
+        None, acl.Tensor(dx), acl.Tensor(dp))
+    assert ret == acl.ACL_SUCCESS
+    assert acl.aclnnMoeTokenUnpermuteGrad(None, size, ex, stream) == acl.ACL_SUCCESS
+    want = golden.moe_token_unpermute_grad(permuted, out, ranks, probs)
+    assert_bit_equal(dx, want["permutedTokensGradOut"])
+    assert_bit_equal(dp, want["probsGradOut"])
+
+
+@pytest.mark.parametrize("call,match", [
+    ("permute out shape", r"permuteTokensOut is bfloat16 \(4, 8\); it must be bfloat16 \(8, 8\)"),
+    ("unpermute restore", "restoreShapeOptional = \\[1, 1\\]: only None"),
+    ("grad probs out", "probsGradOut is None"),
+])
+def test_aclnn_statuses(call, match):
+    import re
+
+    import npusim.aclnn as acl
+    assert acl.aclrtSetDevice(0) == acl.ACL_SUCCESS
+    x = acl.Tensor(np.ones((4, 8), bfloat16))
+    idx = acl.Tensor(np.arange(8, dtype=np.int32))
+    probs = acl.Tensor(np.ones((4, 2), bfloat16))
+    if call == "permute out shape":
+        ret, _, ex = acl.aclnnMoeTokenPermuteGetWorkspaceSize(
+            x, acl.Tensor(np.zeros((4, 2), np.int32)), 0, False, acl.Tensor(np.ones((4, 8),
+                                                                                   bfloat16)),
+            acl.Tensor(np.zeros(8, np.int32)))
+        code = 161002
+    elif call == "unpermute restore":
+        ret, _, ex = acl.aclnnMoeTokenUnpermuteGetWorkspaceSize(
+            acl.Tensor(np.ones((8, 8), bfloat16)), idx, probs, False, [1, 1], x)
+        code = 161002
+    else:
+        ret, _, ex = acl.aclnnMoeTokenUnpermuteGradGetWorkspaceSize(
+            acl.Tensor(np.ones((8, 8), bfloat16)), x, idx, probs, False, None,
+            acl.Tensor(np.ones((8, 8), bfloat16)), None)
+        code = 161001
+    assert ret == code and ex is None
+    assert re.search(match, acl.aclGetRecentErrMsg())

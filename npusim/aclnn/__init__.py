@@ -32,6 +32,14 @@ from npusim.aclnn.embedding_dense_backward import (
     aclnnEmbeddingDenseBackwardGetWorkspaceSize,
 )
 from npusim.aclnn.matmul import aclnnMatmul, aclnnMatmulGetWorkspaceSize
+from npusim.aclnn.moe_token_permute import (
+    aclnnMoeTokenPermute,
+    aclnnMoeTokenPermuteGetWorkspaceSize,
+    aclnnMoeTokenUnpermute,
+    aclnnMoeTokenUnpermuteGetWorkspaceSize,
+    aclnnMoeTokenUnpermuteGrad,
+    aclnnMoeTokenUnpermuteGradGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -62,8 +70,14 @@ __all__ = [
     "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
     "aclnnMatmul",
     "aclnnMatmulGetWorkspaceSize",
+    "aclnnMoeTokenPermute",
+    "aclnnMoeTokenPermuteGetWorkspaceSize",
     "aclnnMoeTokenPermuteGrad",
     "aclnnMoeTokenPermuteGradGetWorkspaceSize",
+    "aclnnMoeTokenUnpermute",
+    "aclnnMoeTokenUnpermuteGetWorkspaceSize",
+    "aclnnMoeTokenUnpermuteGrad",
+    "aclnnMoeTokenUnpermuteGradGetWorkspaceSize",
     "aclnnRelu",
     "aclnnReluGetWorkspaceSize",
     "aclnnSiluBackward",
