@@ -36,12 +36,23 @@ def router_choices(rng, tokens: int, topk: int, experts: int) -> np.ndarray:
     return rng.integers(0, experts, (tokens, topk)).astype(np.int32)
 
 
+def _clamped_topk(op: str, topk: int, tokens: int) -> int:
+    """topk as the routing is made with (1 to 512); a value outside is the op's to refuse, so
+    its arrays are made at that size, unless there can be none of it."""
+    if topk < 0:
+        raise NpusimError(f"{op}: topk = {topk}: experts per token, allowed 1 to {MAX_TOPK}")
+    if tokens * topk > MAX_ELEMENTS:
+        raise NpusimError(f"{op}: tokens x topk = {tokens * topk:,} indices, more than "
+                          f"{MAX_ELEMENTS:,}")
+    return min(max(topk, 1), MAX_TOPK)
+
+
 def _make(shape, dtype, params, rng):
     if len(shape) != 2:
         raise NpusimError(f"moe_token_permute: --shape is TOKENS x HIDDEN, got {len(shape)} "
                           "dimensions")
     tokens, hidden = shape
-    k = min(max(params["topk"], 1), MAX_TOPK)
+    k = _clamped_topk("moe_token_permute", params["topk"], tokens)
     if tokens * k * hidden > MAX_ELEMENTS or tokens * params["experts"] > MAX_ELEMENTS:
         raise NpusimError(f"moe_token_permute: permuteTokensOut would have "
                           f"{tokens * k * hidden:,} elements (tokens x topk x hidden), more "
@@ -98,7 +109,7 @@ def _unpermute_make(shape, dtype, params, rng):
         raise NpusimError(f"moe_token_unpermute: --shape is TOKENS x HIDDEN, got {len(shape)} "
                           "dimensions")
     tokens, hidden = shape
-    k = min(max(params["topk"], 1), MAX_TOPK) if params["probs"] else 1
+    k = _clamped_topk("moe_token_unpermute", params["topk"], tokens) if params["probs"] else 1
     if tokens * k * hidden > MAX_ELEMENTS:
         raise NpusimError(f"moe_token_unpermute: permutedTokens would have "
                           f"{tokens * k * hidden:,} elements (tokens x topk x hidden), more "
