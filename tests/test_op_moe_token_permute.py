@@ -293,3 +293,15 @@ def test_index_copy_within_a_quarter_of_its_roofline():
     (copy,) = [k for k in r.stats["kernels"] if k["name"] == "MoeTokenPermute"]
     bound = (x.nbytes * 9 + indices.nbytes) / chip.hbm_bytes_per_s * chip.clock_hz
     assert bound <= copy["cycles"] <= 1.25 * bound, (copy["cycles"], bound)
+
+
+def test_a_core_with_more_tokens_than_one_batch_of_indices():
+    """48 x 1000 one-expert tokens of 16 fp32: 1000 tokens a core, their 4-byte indices in UB
+    at once (CANN sizes that buffer in indices, not bytes; npusim in bytes)."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((48000, 16)).astype(np.float32)
+    r = check(x, rng.integers(0, 8, 48000).astype(np.int32), trace=False)
+    t = r.tiling
+    assert (t.core_calc_num, t.once_ub_token_nums, t.once_indices_token_nums) == (1000, 1445,
+                                                                                  2890)
+    assert t.indices_ub == 2890 * 4 + 24

@@ -52,7 +52,10 @@ class MoeTokenPermuteTiling:
     once_indices_token_nums: int  # tokens whose indices one batch holds
     one_token_once_move: int     # elements per piece of a row (split-D; cols otherwise)
     token_ub: int                # bytes of one row-queue buffer
-    indices_ub: int              # bytes of the indices buffer
+    indices_ub: int              # bytes of the indices buffer (CANN passes UpAlign(onceIndices,
+    #                              32), a count of indices, as the bytes; its copy-in then writes
+    #                              4 bytes an index on into UB the tiling left free. Here the
+    #                              buffer is sized in bytes, so the copy stays inside it.)
     sort_chunk: int              # keys one UB sorts
     merge_window: int            # keys of each run a merge step holds
 
@@ -105,7 +108,8 @@ def _derive(chip, p: Problem, fixed: dict) -> MoeTokenPermuteTiling:
         return MoeTokenPermuteTiling(
             **common, split_d=False, once_ub_token_nums=rows,
             once_indices_token_nums=times * rows, one_token_once_move=p.cols,
-            token_ub=rows * row, indices_ub=round_up(times * rows * p.top_k, BLOCK_BYTES))
+            token_ub=rows * row,
+            indices_ub=round_up(times * rows * p.top_k * INDEX_BYTES, BLOCK_BYTES))
     piece = ub_left // BUFFER_NUM // DATA_MOVE_ALIGN * DATA_MOVE_ALIGN // p.item
     return MoeTokenPermuteTiling(
         **common, split_d=True, once_ub_token_nums=1,
