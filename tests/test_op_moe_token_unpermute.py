@@ -423,3 +423,19 @@ def test_aclnn_statuses(call, match):
         code = 161001
     assert ret == code and ex is None
     assert re.search(match, acl.aclGetRecentErrMsg())
+
+
+def test_unpermute_several_batches_of_16_bit_probs_a_core():
+    """The next batch's cast of the probs waits for the scalar's reads of this batch's."""
+    x, indices, probs = routed(20, 4, 48, bfloat16, probs_dtype="bfloat16", seed=31)
+    r = check_unpermute(x, indices, probs, tiling={"block_dim": 2, "tokens_splited_length": 3})
+    assert r.tiling.tokens_splited_num == 3
+
+
+def test_grad_several_loops_a_core():
+    """topK 130: 256 // 130 x 130 = 130 indices a loop, so core 0 (2 of the 49 tokens) runs two
+    loops, the second's probs cast after the first's reads."""
+    x, indices, probs = routed(49, 130, 8, bfloat16, probs_dtype="float16", seed=32)
+    dy = np.random.default_rng(32).standard_normal((49, 8)).astype(bfloat16)
+    r = check_grad(x, dy, indices, probs)
+    assert r.tiling.indices_reserve_num == 130 and r.tiling.token_num_each_core == 2

@@ -2,7 +2,8 @@
 
 Each core takes its tokens' sortedIndices ``indices_reserve_num`` at a time (whole tokens): the
 scalar reads them from GM one by one (GetValue on GM), their probs come into UB and are cast to
-fp32 (16-bit; fp32 is copied) and read by the scalar. Per hidden chunk and per token: its row of
+fp32 (16-bit; fp32 is copied) and read by the scalar (V -> S and S -> V flags around the reads,
+the compiler's auto-sync). Per hidden chunk and per token: its row of
 unpermutedTokensGrad in, as fp32 (Cast or Copy); its topK permuted rows gathered
 ``input_reserve_num`` at a time (a dropped copy's row is Duplicate(0)); per copy, the gradient
 row times the prob (Muls; zero for a dropped copy) is cast back (round to nearest even) and
@@ -114,7 +115,10 @@ class UnpermuteGradProbsKernel(Kernel):
         self.flip["probs"] ^= 1
         set_flag(HardEvent.V_S)
         wait_flag(HardEvent.V_S)
-        return [get_value(probs, i) for i in range(n)]
+        values = [get_value(probs, i) for i in range(n)]
+        set_flag(HardEvent.S_V)      # the next loop's cast writes what the scalar just read
+        wait_flag(HardEvent.S_V)
+        return values
 
     def to_f32(self, dst, src, n: int):
         if src.dtype.itemsize == 4:

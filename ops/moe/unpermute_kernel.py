@@ -7,7 +7,7 @@ is gathered only when its index is below numOutTokens and its prob is not 0. Eac
 in fp32 (cast from 16-bit, or the fp32 row itself), is multiplied by its prob (Muls) before the
 first copy starts the sum or a later one is added; the sum is cast back with round to nearest
 even. The compiler's auto-sync between the probs' cast (V) and the scalar's reads is written as
-a V -> S flag.
+V -> S and S -> V flags.
 
 Not modelled: as the PermuteGrad kernel (the scalar's address arithmetic and branches).
 """
@@ -76,6 +76,9 @@ class MoeTokenUnpermuteKernel(MoeTokenPermuteGradKernel):
         self.in_indices.free_tensor(indices)
         if not self.probs_wide:
             self.probs_que.free_tensor(raw)
+        else:
+            set_flag(HardEvent.S_V)      # the next batch's cast writes what the scalar read
+            wait_flag(HardEvent.S_V)
 
     def compute_chunk(self, indices, start: int, token: int, h: int, n: int):
         """CalPartOutToken with probs: a copy counts when in range and its prob is not 0."""
