@@ -18,7 +18,10 @@ from npusim.ops.foreach.operators import foreach_add_list_v2, foreach_mul_scalar
 from npusim.ops.matmul.grouped import grouped_matmul
 from npusim.ops.matmul.operator import matmul
 from npusim.ops.moe.gating import moe_gating_top_k_softmax
+from npusim.ops.moe.token_permute import moe_token_permute
 from npusim.ops.moe.token_permute_grad import moe_token_permute_grad
+from npusim.ops.moe.token_unpermute import moe_token_unpermute
+from npusim.ops.moe.token_unpermute_grad import moe_token_unpermute_grad
 from npusim.ops.norm.rms_norm import rms_norm
 from npusim.ops.norm.rms_norm_grad import rms_norm_grad
 from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
@@ -49,6 +52,10 @@ __all__ = [
     "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "muls",
+    "moe_token_permute",
+    "moe_token_permute_grad",
+    "moe_token_unpermute",
+    "moe_token_unpermute_grad",
     "relu",
     "rms_norm",
     "rms_norm_grad",

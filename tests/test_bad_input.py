@@ -213,7 +213,8 @@ def test_nan_and_inf_inputs_leak_no_warning():
 @pytest.mark.parametrize("bad", [[1], "x", 3, 0, "", (("block_dim", 1),), 1.5])
 @pytest.mark.parametrize("op", ["silu_backward", "convolution_backward",
                                 "cross_entropy_loss_grad", "embedding_dense_backward",
-                                "moe_token_permute_grad"])
+                                "moe_token_permute_grad", "moe_token_permute",
+                                "moe_token_unpermute", "moe_token_unpermute_grad"])
 def test_tiling_not_a_dict_is_one_tiling_error_for_every_operator(op, bad):
     from npusim.cases import CASES
 

@@ -96,6 +96,38 @@ def moe(chip, **options):
         "block_dim": 3, "hidden_splited_length": 40, "tokens_splited_length": 2}, **options)
 
 
+def moe_permute(chip, split_d=False, **options):
+    """MoeTokenPermute: Cast of int64 indices, two Sorts in chunks and merges, the index copy
+    with dropped copies (or a row moved in pieces) (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMoeTokenPermute runs on Atlas A2 only")
+    rng = np.random.default_rng(23)
+    tokens, hidden = (3, 50001) if split_d else (70, 90)
+    x = rng.uniform(-1, 1, (tokens, hidden)).astype(np.float16)
+    indices = rng.integers(0, 6, (tokens, 4))
+    return ops.moe_token_permute(x, indices, num_out_tokens=-5, chip=chip, tiling={
+        "sort_chunk": 64, "merge_window": 16, "block_dim": 5}, **options)
+
+
+def moe_unpermute(chip, grad=False, probs=True, **options):
+    """MoeTokenUnpermute with bf16 probs (cast, skipped zero probs) or MoeTokenUnpermuteGrad
+    (the probs kernel's ping-pong buffers and reductions, or the scatter) (A2 only)."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnMoeTokenUnpermute(Grad) runs on Atlas A2 only")
+    rng = np.random.default_rng(24)
+    k = 4 if probs else 1
+    x = rng.uniform(-1, 1, (50 * k - 7, 600)).astype(bfloat16)
+    indices = rng.permutation(50 * k).astype(np.int32)
+    p = rng.uniform(0, 1, (50, k)).astype(bfloat16) if probs else None
+    if p is not None:
+        p[3, 1] = 0
+    if not grad:
+        return ops.moe_token_unpermute(x, indices, p, chip=chip, tiling={"block_dim": 4},
+                                       **options)
+    dy = rng.uniform(-1, 1, (50, 600)).astype(bfloat16)
+    return ops.moe_token_unpermute_grad(x, dy, indices, p, chip=chip, **options)
+
+
 def cross_entropy(chip, **options):
     """CrossEntropyLossGrad, mean with a weight: Contiguous(logProb), row batches, chunks and a
     tail, an ignored row, the workspace and SyncAll (A2 only)."""
@@ -330,6 +362,12 @@ KERNELS = {
     "convolution_backward 3-D, zeroed atomic dw": conv_3d,
     "convolution: TransData, Conv2D, TransData + Cast": conv_forward,
     "moe_token_permute_grad": moe,
+    "moe_token_permute: cast, sorts, index copy": moe_permute,
+    "moe_token_permute split-D": lambda chip, **o: moe_permute(chip, split_d=True, **o),
+    "moe_token_unpermute with probs": moe_unpermute,
+    "moe_token_unpermute_grad with probs": lambda chip, **o: moe_unpermute(chip, grad=True, **o),
+    "moe_token_unpermute_grad scatter": lambda chip, **o: moe_unpermute(chip, grad=True,
+                                                                        probs=False, **o),
     "rms_norm + contiguous": rms_norm,
     "rms_norm_grad": lambda chip, **o: rms_norm(chip, grad=True, **o),
     "swi_glu": swi_glu,

@@ -46,6 +46,14 @@ from npusim.aclnn.max_pool2d import (
     aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize,
     aclnnMaxPool2dWithIndicesGetWorkspaceSize,
 )
+from npusim.aclnn.moe_token_permute import (
+    aclnnMoeTokenPermute,
+    aclnnMoeTokenPermuteGetWorkspaceSize,
+    aclnnMoeTokenUnpermute,
+    aclnnMoeTokenUnpermuteGetWorkspaceSize,
+    aclnnMoeTokenUnpermuteGrad,
+    aclnnMoeTokenUnpermuteGradGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
@@ -86,8 +94,14 @@ __all__ = [
     "aclnnMaxPool2dWithIndicesBackward",
     "aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize",
     "aclnnMaxPool2dWithIndicesGetWorkspaceSize",
+    "aclnnMoeTokenPermute",
+    "aclnnMoeTokenPermuteGetWorkspaceSize",
     "aclnnMoeTokenPermuteGrad",
     "aclnnMoeTokenPermuteGradGetWorkspaceSize",
+    "aclnnMoeTokenUnpermute",
+    "aclnnMoeTokenUnpermuteGetWorkspaceSize",
+    "aclnnMoeTokenUnpermuteGrad",
+    "aclnnMoeTokenUnpermuteGradGetWorkspaceSize",
     "aclnnRelu",
     "aclnnReluGetWorkspaceSize",
     "aclnnSiluBackward",

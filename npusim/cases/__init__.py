@@ -27,6 +27,11 @@ from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
 from npusim.cases.max_pool2d import MAX_POOL2D_WITH_INDICES, MAX_POOL2D_WITH_INDICES_BACKWARD
 from npusim.cases.moe_gating_top_k_softmax import MOE_GATING_TOP_K_SOFTMAX
+from npusim.cases.moe_token_permute import (
+    MOE_TOKEN_PERMUTE,
+    MOE_TOKEN_UNPERMUTE,
+    MOE_TOKEN_UNPERMUTE_GRAD,
+)
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.muls import MULS
 from npusim.cases.relu import RELU
@@ -50,7 +55,9 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       MAX_POOL2D_WITH_INDICES,
                                       MAX_POOL2D_WITH_INDICES_BACKWARD,
                                       # the MoE layer's operators (issue 41)
-                                      GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX)}
+                                      GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX,
+                                      MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,
+                                      MOE_TOKEN_UNPERMUTE_GRAD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -15,7 +15,10 @@ from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
 from npusim.golden.moe_gating_top_k_softmax import moe_gating_top_k_softmax
+from npusim.golden.moe_token_permute import moe_token_permute
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
+from npusim.golden.moe_token_unpermute import moe_token_unpermute
+from npusim.golden.moe_token_unpermute_grad import moe_token_unpermute_grad
 from npusim.golden.pooling import (
     adaptive_avg_pool2d,
     adaptive_avg_pool2d_backward,
@@ -47,6 +50,10 @@ __all__ = [
     "max_pool2d_with_indices_backward",
     "moe_token_permute_grad",
     "muls",
+    "moe_token_permute",
+    "moe_token_permute_grad",
+    "moe_token_unpermute",
+    "moe_token_unpermute_grad",
     "relu",
     "rms_norm",
     "rms_norm_grad",

@@ -4,8 +4,8 @@ The kernels run as aclnn launches them, one after another on one stream:
 
 - Atlas A2: Cast of the indices to int32 (unless already int32), Cast of a 16-bit grad to fp32,
   ZerosLike of the fp32 out (and of the scale counts), then per variant (``ops/
-  embedding_tiling.py``): ``sorted`` / ``deterministic``: the Sort kernel (``ops/
-  sort_indices.py``) then the V2 sorted kernel (``ops/embedding/v2.py``); ``small_dim``: the
+  embedding/tiling.py``): ``sorted`` / ``deterministic``: the Sort kernels (``ops/
+  common/sort.py``) then the V2 sorted kernel (``ops/embedding/v2.py``); ``small_dim``: the
   small-dim kernel (``ops/embedding/small_dim.py``); with scaleGradByFreq the scale pass
   (``ops/embedding/scale.py``); last, a Cast of the fp32 result to out's dtype.
 - Atlas training: Cast of indices other than int32/int64 to int32, Cast of a fp16 grad to fp32
@@ -38,11 +38,10 @@ from npusim.errors import NumericsRequiredError, TilingError
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.common.fill_cast import launch_cast, launch_zeros
+from npusim.ops.common.sort import sort_keys
 from npusim.ops.embedding.args import OP, cast_indices, check_embedding_dense_backward, index_kind
 from npusim.ops.embedding.scale import ScaleKernel
 from npusim.ops.embedding.small_dim import SmallDimKernel
-from npusim.ops.embedding.sort_indices import SortIndicesKernel
-from npusim.ops.embedding.sort_merge import launch_sort
 from npusim.ops.embedding.tiling import embedding_tiling
 from npusim.ops.embedding.v1 import V1Kernel, V1ScaleKernel
 from npusim.ops.embedding.v2 import DeterministicKernel, SortedKernel
@@ -162,12 +161,7 @@ class _Plan:
             return
         sorted_idx = run.gm.tensor("sortedIndices", np.int32, t.rows)
         pos = run.gm.tensor("posIdx", np.int32, t.rows)
-        if t.rows <= t.sort_chunk:
-            run.launch(SortIndicesKernel, block_dim=1, name="Sort",
-                       args=dict(indices=idx, sorted_indices=sorted_idx, pos_idx=pos,
-                                 rows=t.rows, sort_rows=t.sort_rows))
-        else:
-            launch_sort(run, idx, sorted_idx, pos, t.rows, t.sort_chunk, t.merge_window)
+        sort_keys(run, idx, sorted_idx, pos, t.rows, chunk=t.sort_chunk, window=t.merge_window)
         run.launch(V2_KERNELS[t.variant], block_dim=t.block_dim, name="EmbeddingDenseGradV2",
                    args=dict(grad=grad, sorted_indices=sorted_idx, pos_idx=pos, out=out,
                              counts=counts, tiling=t, padding_idx=pad))

@@ -11,7 +11,7 @@ Variants (kernels.md §4):
   for huge shapes (gradRow beyond INT32_MAX); there a user may force it.
 
 The Sort before the sorted variants orders up to ``sort_chunk`` keys in one UB; more are sorted
-in chunks and merged (``ops/embedding/sort_merge.py``).
+in chunks and merged (``ops/common/sort.py``).
 
 The scale pass (keys x1) follows the main kernel on A2. Users may override ``variant``,
 ``block_dim``, ``dim_chunk``, ``batch_rows`` and ``flush_rows``; every field they did not set is
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override, overrides_of, round_up
-from npusim.ops.embedding.sort_merge import merge_window
+from npusim.ops.common.sort import merge_window, sort_capacity
 
 OP = "aclnnEmbeddingDenseBackward"
 A2_VARIANTS = ("sorted", "deterministic", "small_dim", "v1")
@@ -35,7 +35,6 @@ SMALL_DIM_WEIGHTS = 1 << 24   # ... and numWeights <= 2**24
 SMALL_UB_RESERVE = 20480      # maxRowInUb = ((UB - 20480)/4 - D - 256) / (10 + align8(D))
 V1_UB_RESERVE = 16384         # V1: UB minus 16 KB for the batch of rows
 V1_CHUNK_ROWS = 128           # V1 splits rows over cores in multiples of 128
-SORT_BYTES_PER_ROW = 12       # Sort kernel: key in, key out, uint32 position out
 FIELDS_SET_BY_USER = ("variant", "block_dim", "dim_chunk", "batch_rows", "flush_rows",
                       "sort_chunk", "merge_window")
 
@@ -94,10 +93,6 @@ def small_dim_rows(chip, dim: int) -> int:
 
 def v1_batch_rows(chip, chunk: int, index_bytes: int) -> int:
     return (chip.ub_bytes - V1_UB_RESERVE) // (round_up(chunk * 4, 32) + index_bytes)
-
-
-def sort_capacity(chip) -> int:
-    return chip.ub_bytes // SORT_BYTES_PER_ROW // 32 * 32
 
 
 def default_variant(chip, rows: int, dim: int, num_weights: int) -> str:

@@ -95,20 +95,31 @@ class Problem:
     num_out_tokens: int
     hidden: int
     item: int
+    probs_item: int = 0      # bytes of a probs element (MoeTokenUnpermute with probs; 0: none)
+    op: str = OP             # the aclnn name errors carry (the Unpermute tiling is the same code)
+
+    @property
+    def token_bytes(self) -> int:
+        """UB bytes of a token's sortedIndices and probs (TilingToken's unitTokenSpace x topK):
+        a 16-bit probs is cast into an fp32 copy beside it."""
+        unit = INDEX_BYTES + self.probs_item
+        if self.probs_item and self.probs_item != FLOAT_BYTES:
+            unit += FLOAT_BYTES
+        return self.top_k * unit
 
 
 def moe_token_permute_grad_tiling(chip, problem: Problem, overrides: dict | None = None):
     """The host tiling for ``problem`` on ``chip``, with the user's ``overrides`` (derive, then
     validate: a TilingError is only ever about a field the user set)."""
-    overrides = overrides_of(overrides, OP)
+    overrides = overrides_of(overrides, problem.op)
     default = _derive(chip, problem, {})
     if not overrides:
         return default
-    checked = override(default, overrides, OP)      # unknown names and wrong kinds
+    checked = override(default, overrides, problem.op)      # unknown names and wrong kinds
     derived = sorted(set(overrides) - set(USER_FIELDS))
     if derived:
-        raise TilingError(f"{OP}: tiling {', '.join(derived)} follows from the shape and the "
-                          f"other fields; override {', '.join(USER_FIELDS)}")
+        raise TilingError(f"{problem.op}: tiling {', '.join(derived)} follows from the shape "
+                          f"and the other fields; override {', '.join(USER_FIELDS)}")
     fixed = {key: getattr(checked, key) for key in overrides}
     _check_ranges(chip, problem, fixed)
     return _derive(chip, problem, fixed)
@@ -120,13 +131,13 @@ def _derive(chip, p: Problem, fixed: dict) -> MoeTokenPermuteGradTiling:
     chunk, depth = _chunk_and_depth(chip, p, fixed)
     h_num, h_rem = (1, 0) if chunk >= p.hidden else divmod(p.hidden, chunk)
     room = index_room(chip, p.item, chunk, depth)
-    per_token = p.top_k * INDEX_BYTES
+    per_token = p.token_bytes
     if "tokens_splited_length" in fixed:
         batch = fixed["tokens_splited_length"]
         if batch * per_token > room:
             raise TilingError(
-                f"{OP}: tokens_splited_length = {batch} needs {batch * per_token} bytes of UB "
-                f"for sortedIndices ({p.top_k} x 4 bytes a token); {room} are left beside "
+                f"{p.op}: tokens_splited_length = {batch} needs {batch * per_token} bytes of UB "
+                f"for sortedIndices ({per_token} bytes a token); {room} are left beside "
                 f"chunks of {chunk} elements: at most {room // per_token} tokens fit")
     else:
         batch = max(1, core_len if core_len * per_token <= room else room // per_token)
@@ -148,7 +159,7 @@ def _chunk_and_depth(chip, p: Problem, fixed: dict) -> tuple[int, int]:
         if round_up(chunk, ALIGN_ELEMENTS) > fits:
             need = round_up(chunk, ALIGN_ELEMENTS) * unit_bytes(p.item, depth) + RESERVE_BYTES
             raise TilingError(
-                f"{OP}: hidden_splited_length = {chunk} with buffer_num = {depth} needs {need} "
+                f"{p.op}: hidden_splited_length = {chunk} with buffer_num = {depth} needs {need} "
                 f"bytes of UB (with {RESERVE_BYTES} kept for sortedIndices); {chip.name} has "
                 f"{chip.ub_bytes}: at most {fits} elements fit")
         return chunk, depth
@@ -164,21 +175,21 @@ def _check_ranges(chip, p: Problem, fixed: dict) -> None:
     """Each field the user set, on its own: the range the shape and the chip allow."""
     cores = min(chip.vector_core_count, max(p.tokens, 1))
     if "block_dim" in fixed and not 1 <= fixed["block_dim"] <= cores:
-        raise TilingError(f"{OP}: block_dim = {fixed['block_dim']}: {chip.name} has "
+        raise TilingError(f"{p.op}: block_dim = {fixed['block_dim']}: {chip.name} has "
                           f"{chip.vector_core_count} AIV cores and the op {p.tokens} tokens; "
                           f"allowed 1 to {cores}")
     if "buffer_num" in fixed and not 1 <= fixed["buffer_num"] <= MAX_BUFFER_NUM:
-        raise TilingError(f"{OP}: buffer_num = {fixed['buffer_num']}: allowed 1 to "
+        raise TilingError(f"{p.op}: buffer_num = {fixed['buffer_num']}: allowed 1 to "
                           f"{MAX_BUFFER_NUM} (CANN chooses 2 to 4)")
     if "hidden_splited_length" in fixed and not 1 <= fixed["hidden_splited_length"] \
             <= max(p.hidden, 1):
-        raise TilingError(f"{OP}: hidden_splited_length = {fixed['hidden_splited_length']}: "
+        raise TilingError(f"{p.op}: hidden_splited_length = {fixed['hidden_splited_length']}: "
                           f"allowed 1 to the hidden size {max(p.hidden, 1)}")
     if "tokens_splited_length" in fixed:
         core_len, core_rem = divmod(p.tokens, fixed.get("block_dim") or
                                     max(1, min(chip.vector_core_count, p.tokens)))
         most = max(core_len + (1 if core_rem else 0), 1)
         if not 1 <= fixed["tokens_splited_length"] <= most:
-            raise TilingError(f"{OP}: tokens_splited_length = "
+            raise TilingError(f"{p.op}: tokens_splited_length = "
                               f"{fixed['tokens_splited_length']}: a core has at most {most} "
                               f"tokens; allowed 1 to {most}")

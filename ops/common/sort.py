@@ -1,18 +1,29 @@
-"""The Sort of more indices than one UB holds: sorted chunks, then merge passes.
+"""The stable Sort of non-negative int32 keys with their positions, shared by the families that
+sort indices (the embedding's Sort before EmbeddingDenseGradV2, kernels.md §4(b); MoeTokenPermute's
+two sorts, kernels.md §5(a)).
 
-``SortChunksKernel``: each core sorts chunks of ``chunk`` keys in UB (vector Sort, stable) and
-writes the sorted keys and their rows (the Sort's positions plus the chunk's first row, an Adds
-on int32) to a GM run. ``MergeKernel``: each core merges one pair of neighbouring runs A (the
-earlier rows) and B into one, ``window`` keys of each at a time: both windows go into UB side
-by side, one stable Sort orders them by (key, A before B, row); the scalar finds, by binary
-search with GetValue, the prefix that is final: with a = A's last loaded key and b = B's (either
-absent when its run is used up), every key < a plus A's keys == a when a <= b, else every key
-<= b. The prefix's rows are gathered (Gather by the Sort's positions) and both go out; one of
-the windows is always wholly used, so the merge advances. Passes double the run length until
-one run is left: the result is the stable sort of all keys, as aclnn's Sort gives.
+The keys are read as fp32 bit patterns (non-negative int32 values order like their float
+patterns, NaN patterns excepted: keys up to 0x7F800000). ``sort_keys`` picks the kernels:
+
+- up to ``chunk`` keys: ``SortIndicesKernel``, one vector core copies the keys into UB, runs the
+  vector Sort (``isa/vector_index.py``: Sort32 + MrgSort passes, stable) and copies the sorted
+  keys and the uint32 positions back out as int32;
+- more: ``launch_sort``. ``SortChunksKernel``: each core sorts chunks of ``chunk`` keys in UB
+  (vector Sort, stable) and writes the sorted keys and their rows (the Sort's positions plus the
+  chunk's first row, an Adds on int32) to a GM run. ``MergeKernel``: each core merges one pair of
+  neighbouring runs A (the earlier rows) and B into one, ``window`` keys of each at a time: both
+  windows go into UB side by side, one stable Sort orders them by (key, A before B, row); the
+  scalar finds, by binary search with GetValue, the prefix that is final: with a = A's last
+  loaded key and b = B's (either absent when its run is used up), every key < a plus A's keys ==
+  a when a <= b, else every key <= b. The prefix's rows are gathered (Gather by the Sort's
+  positions) and both go out; one of the windows is always wholly used, so the merge advances.
+  Passes double the run length until one run is left: the result is the stable sort of all
+  keys, as aclnn's Sort gives.
 
 Modelled: the traffic, Sort, Gather and the scalar's binary searches. Not modelled: CANN's own
-multi-core Sort kernel (its tiling was not examined; this one stands for it).
+multi-core sorts (the Sort operator's tiling was not examined; MoeTokenPermute's VBS / VMS /
+SortOut kernels with their 4-way MrgSort were read but are not reproduced): these kernels stand
+for them.
 """
 
 import numpy as np
@@ -23,6 +34,7 @@ from npusim.dsl import (
     Kernel,
     TBuf,
     TPosition,
+    TQue,
     data_copy_pad,
     get_block_idx,
     get_block_num,
@@ -31,7 +43,9 @@ from npusim.dsl import (
     wait_flag,
 )
 from npusim.dsl import vector as vec
+from npusim.ops.common import round_up
 
+SORT_BYTES_PER_ROW = 12  # one-UB Sort: key in, key out, uint32 position out
 MERGE_BYTES = 40    # UB bytes per window key: keys, rows, sorted keys, positions, gathered rows
 CHUNK_BYTES = 12    # UB bytes per key of a chunk sort: keys, sorted keys, positions
 
@@ -195,3 +209,61 @@ def launch_sort(run, keys, sorted_keys, pos, rows: int, chunk: int, window: int)
                              dst_pos=dst[1], rows=rows, run=length,
                              window=window))
         length, src = 2 * length, 1 - src
+
+
+
+class SortIndicesKernel(Kernel):
+    """(sortedIndices, posIdx) = stable ascending sort of the int32 indices."""
+
+    def init(self, indices, sorted_indices, pos_idx, rows: int, sort_rows: int):
+        self.indices, self.sorted, self.pos, self.rows = indices, sorted_indices, pos_idx, rows
+        nbytes = sort_rows * 4
+        self.in_que = TQue(TPosition.VECIN, 1, name="keyQueue")
+        self.val_que = TQue(TPosition.VECOUT, 1, name="sortedQueue")
+        self.idx_que = TQue(TPosition.VECOUT, 1, name="posQueue")
+        for que in (self.in_que, self.val_que, self.idx_que):
+            self.pipe.init_buffer(que, 1, nbytes)
+
+    def process(self):
+        self.copy_in()
+        self.compute()
+        self.copy_out()
+
+    def copy_in(self):
+        keys = self.in_que.alloc_tensor("float32")     # int32 bits read as fp32 keys
+        data_copy_pad(keys, self.indices, DataCopyExtParams(block_count=1,
+                                                            block_len=self.rows * 4))
+        self.in_que.enque(keys)
+
+    def compute(self):
+        keys = self.in_que.deque()
+        values = self.val_que.alloc_tensor("float32")
+        positions = self.idx_que.alloc_tensor("uint32")
+        vec.sort_ascending(values, positions, keys, self.rows)
+        self.val_que.enque(values)
+        self.idx_que.enque(positions)
+        self.in_que.free_tensor(keys)
+
+    def copy_out(self):
+        params = DataCopyExtParams(block_count=1, block_len=self.rows * 4)
+        values, positions = self.val_que.deque(), self.idx_que.deque()
+        data_copy_pad(self.sorted, values, params)
+        data_copy_pad(self.pos, positions, params)
+        self.val_que.free_tensor(values)
+        self.idx_que.free_tensor(positions)
+
+
+def sort_capacity(chip) -> int:
+    """Keys one UB sorts in one go (SortIndicesKernel)."""
+    return chip.ub_bytes // SORT_BYTES_PER_ROW // 32 * 32
+
+
+def sort_keys(run, keys, sorted_keys, pos, rows: int, *, chunk: int, window: int) -> None:
+    """(``sorted_keys``, ``pos``) = the stable ascending sort of ``rows`` int32 ``keys`` and
+    each one's original position: one core when ``rows`` <= ``chunk``, else chunks and merges."""
+    if rows <= chunk:
+        run.launch(SortIndicesKernel, block_dim=1, name="Sort",
+                   args=dict(indices=keys, sorted_indices=sorted_keys, pos_idx=pos,
+                             rows=rows, sort_rows=round_up(max(rows, 1), 32)))
+    else:
+        launch_sort(run, keys, sorted_keys, pos, rows, chunk, window)
