@@ -60,7 +60,8 @@ def experts(step, phase):
 
 def forward(step):
     step.add("forward", "rms_norm", (T, H), "attention's RMS norm", dtype=DT)
-    linear(step, T, H, QKV, "attention q, k, v projections")
+    for _ in range(3):      # q, k and v apart: their fused weight (352 M elements) is too big
+        linear(step, T, H, QKV // 3, "attention q, k and v projections, one each")
     linear(step, T, HEADS * HEAD_DIM, H, "attention output projection")
     step.add("forward", "add", (T, H), "residual add after the attention", dtype=DT)
     step.add("forward", "rms_norm", (T, H), "experts' RMS norm", dtype=DT)
@@ -96,7 +97,8 @@ def backward(step):
     step.add("backward", "add", (T, H), "residual and experts' branch gradients summed",
              dtype=DT)
     linear_backward(step, T, HEADS * HEAD_DIM, H, "attention output projection")
-    linear_backward(step, T, H, QKV, "attention q, k, v projections")
+    for _ in range(3):
+        linear_backward(step, T, H, QKV // 3, "attention q, k and v projections, one each")
     step.add("backward", "rms_norm_grad", (T, H), "attention's RMS norm gradient", dtype=DT)
     step.add("backward", "add", (T, H), "residual and attention's branch gradients summed",
              dtype=DT)

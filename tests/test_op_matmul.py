@@ -168,7 +168,6 @@ def test_products_other_than_a2_are_not_modelled(chip):
     ("atlas-a2", np.float64, "dtype float64 is not supported"),
     ("atlas-a2", np.int32, "dtype int32 is not supported"),
     ("atlas-training", bfloat16, "allowed: float16, float32"),
-    ("atlas-a2", bfloat16, "bfloat16 .* is not modelled"),
 ])
 def test_dtypes(chip, dtype, match):
     raises(match, A16.astype(dtype), B16.astype(dtype), chip=chip)
@@ -207,3 +206,20 @@ def test_torch_is_used_in_float64():
     """The oracle: float64 matmul of the same inputs (not fp16 torch on CPU)."""
     a = torch.ones(2, 2, dtype=torch.float64)
     assert torch_matmul(a, a)["out"].dtype == torch.float64
+
+
+@pytest.mark.parametrize("mode", ["timed", "functional"])
+def test_bfloat16_on_a2_is_the_bf16_gemm(mode):
+    """bf16 operands run the CATLASS-shaped kernel in bf16 (no Cast kernels): bit-exact
+    against the golden, within bf16's precision of torch's fp32 product."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((100, 200)).astype(bfloat16)
+    b = rng.standard_normal((200, 72)).astype(bfloat16)
+    res = ops.matmul(a, b, chip="atlas-a2", mode=mode)
+    assert [k["op_type"] for k in res.stats["kernels"]] == ["MatMul"]
+    want = golden.matmul(a, b, tiling=res.tiling)["out"]
+    assert res.outputs["out"].dtype == a.dtype
+    assert np.array_equal(res.outputs["out"].view(np.uint16), want.view(np.uint16))
+    ref = torch.from_numpy(a.astype(np.float32)) @ torch.from_numpy(b.astype(np.float32))
+    err = np.abs(res.outputs["out"].astype(np.float32) - ref.numpy())
+    assert err.max() <= 2 ** -7 * np.abs(ref.numpy()).max()

@@ -4,7 +4,7 @@ It is what the validation table's CATLASS rows run (``ops/catlass/matmul.py``), 
 run catlass_matmul`` runs it like an operator: ``--shape MxNxK``, ``--param layout_b=column|zn``.
 """
 
-from npusim.cases.common import OpCase, Param, random_array
+from npusim.cases.common import OpCase, Param, gemm_largest, random_array
 from npusim.errors import NpusimError
 from npusim.ops.catlass.tiling import LAYOUTS_B
 
@@ -38,6 +38,7 @@ def _golden_options(result, args, kwargs) -> dict:
 
 
 CATLASS_MATMUL = OpCase(
+    largest_tensor=gemm_largest,
     name="catlass_matmul", aclnn="catlass_matmul (CATLASS's matmul, not an aclnn operator)",
     summary="C = A.B, fp16 in and out, scheduled like CATLASS's optimized / preload matmul",
     shape_help="MxNxK: A is M x K (RowMajor), B is K x N (ColumnMajor or zN), C is M x N",

@@ -52,6 +52,9 @@ class OpCase:
     notes: str = ""
     examples: tuple = ()      # more argument lines for --help's examples
     sweep_example: str = "--tiling block_dim=8:48:8"   # npusim sweep --help's example space
+    # (shape) -> elements of the largest tensor it means; None: the shape is one tensor's (a
+    # GEMM's MxNxK is not: its largest tensor is the largest of MxK, KxN and MxN)
+    largest_tensor: Callable | None = None
     atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order:
     #                              checked within a summation-order bound, not bit for bit
 
@@ -85,8 +88,18 @@ class OpCase:
         return values
 
 
-def parse_shape(text: str) -> tuple:
-    """``"4x1024x1024"`` -> (4, 1024, 1024); a clear error for anything else."""
+def gemm_largest(shape) -> int:
+    """The largest tensor of a GEMM given as MxNxK: of A (MxK), B (KxN) and C (MxN)."""
+    if len(shape) != 3:
+        return int(np.prod(shape, dtype=np.float64))
+    m, n, k = shape
+    return max(m * k, k * n, m * n)
+
+
+def parse_shape(text: str, case=None) -> tuple:
+    """``"4x1024x1024"`` -> (4, 1024, 1024); a clear error for anything else, and for a shape
+    whose largest tensor (the whole shape, or as ``case.largest_tensor`` says) is beyond what
+    the host holds."""
     parts = text.lower().replace("×", "x").split("x")
     try:
         dims = tuple(int(p) for p in parts)
@@ -100,8 +113,10 @@ def parse_shape(text: str) -> tuple:
                           "dimension is a positive integer")
     if len(dims) > 8:
         raise NpusimError(f"shape {text!r}: 1 to 8 dimensions, each a positive integer")
-    if int(np.prod(dims, dtype=np.float64)) > MAX_ELEMENTS:
-        raise NpusimError(f"shape {text!r} has more than {MAX_ELEMENTS:,} elements; "
+    largest = getattr(case, "largest_tensor", None)
+    if (largest(dims) if largest else int(np.prod(dims, dtype=np.float64))) > MAX_ELEMENTS:
+        what = "a tensor of" if largest else "shape"
+        raise NpusimError(f"{what} {text!r} has more than {MAX_ELEMENTS:,} elements; "
                           "the simulator keeps every tensor in host memory")
     return dims
 

@@ -5,7 +5,7 @@ the Atlas training series; inputs, flops and help.
 mat2=row|plain|transposed`` lays mat2 out as a C-contiguous K x N matrix (row, or plain) or as
 the transpose of a C-contiguous N x K one (the FC layer's ``x @ W.T``)."""
 
-from npusim.cases.common import OpCase, Param, random_array
+from npusim.cases.common import OpCase, Param, gemm_largest, random_array
 from npusim.errors import NpusimError
 
 MAT2_LAYOUTS = ("row", "plain", "transposed")   # plain: row's other name (the step workload's)
@@ -44,12 +44,13 @@ def _golden_options(result, args, kwargs) -> dict:
 
 
 MATMUL = OpCase(
+    largest_tensor=gemm_largest,
     name="matmul", aclnn="aclnnMatmul",
     summary="out = self @ mat2 (2-D), on the CATLASS-shaped kernel (A2) or MatMulV2 (training)",
     shape_help="MxNxK: self is M x K, mat2 K x N, out M x N (ResNet-50's FC forward at batch 32: "
                "32x1000x2048 with --param mat2=transposed)",
     default_shape=(32, 1000, 2048), demo_shape=(256, 256, 512), quick_shape=(64, 64, 128),
-    dtypes=("float16", "float32"), unit="cube", make=_make, flops=_flops,
+    dtypes=("float16", "float32", "bfloat16"), unit="cube", make=_make, flops=_flops,
     params=(Param(name="mat2", parse=_layout, default="transposed",
                   help="mat2 in memory: row or plain (C-contiguous K x N) or transposed (the "
                        "transpose of a C-contiguous N x K, as W.T)"),

@@ -18,7 +18,7 @@ def sweep_command(args) -> int:
 
     case = args.case
     rows = sweep(case.name, chip=args.chip,
-                 shape=parse_shape(args.shape) if args.shape else None, dtype=args.dtype,
+                 shape=parse_shape(args.shape, args.case) if args.shape else None, dtype=args.dtype,
                  params=_pairs(args.param, "--param"), space=args.tiling,
                  samples=args.samples, seed=args.seed, jobs=args.jobs or default_jobs(),
                  scheduler=args.scheduler, check=args.check, out=args.out,
@@ -180,7 +180,7 @@ def _inputs(args):
     from npusim.cases import parse_dtype, parse_shape
 
     case = args.case
-    shape = parse_shape(args.shape) if args.shape else case.default_shape
+    shape = parse_shape(args.shape, case) if args.shape else case.default_shape
     dtype = parse_dtype(args.dtype, case)
     params = case.parse_params(_pairs(args.param, "--param"))
     return case, shape, dtype, params, _tiling(args.tiling)

@@ -16,9 +16,11 @@ K0 = 16
 FP16_BITS = 11   # significant bits of an fp16 value, for group_gemm's exactness test
 
 
-def catlass_matmul(a, b, *, tiling, **_options):
+def catlass_matmul(a, b, *, tiling, bits=FP16_BITS, out_dtype=np.float16, **_options):
+    """C per base block, k tiles in the kernel's order; operands of ``bits`` significant bits
+    (fp16 11, bf16 8), C rounded to ``out_dtype`` (FixPipe's CAST_RINT)."""
     t = tiling
-    out = np.zeros((t.m, t.n), np.float16)
+    out = np.zeros((t.m, t.n), out_dtype)
     for task in range(t.tasks):
         block = block_of(t, task)
         rows = slice(block.m_idx * t.l1_m, block.m_idx * t.l1_m + block.rows)
@@ -27,6 +29,6 @@ def catlass_matmul(a, b, *, tiling, **_options):
         acc = np.zeros((block.rows, block.cols), np.float32)
         for kt in k_order(t, task % t.block_dim):
             k_tile = slice(kt * t.l1_k, min(t.k, (kt + 1) * t.l1_k))
-            acc = group_gemm(a_blk[:, k_tile], b_blk[k_tile], K0, acc, FP16_BITS)
-        out[rows, cols] = acc.astype(np.float16)
+            acc = group_gemm(a_blk[:, k_tile], b_blk[k_tile], K0, acc, bits)
+        out[rows, cols] = acc.astype(out_dtype)
     return {"c": out}

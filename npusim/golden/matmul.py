@@ -1,7 +1,8 @@
 """Golden of ``npusim.ops.matmul``.
 
 Atlas A2: the CATLASS-shaped kernel's rounding (``catlass_matmul``'s golden, per base block and
-shuffled k tile), on fp16 operands; fp32 operands (cube_math_type 2) are rounded to fp16 first
+shuffled k tile), on fp16 operands (bf16 ones as they are, the result rounded to bf16); fp32
+operands (cube_math_type 2) are rounded to fp16 first
 and the fp16 result widened, as the Cast kernels do.
 
 Atlas training series (a ``MatmulV2Tiling``): MatMulV2 accumulates every output element over k
@@ -25,6 +26,8 @@ def matmul(self_, mat2, *, cube_math_type=1, tiling=None, **_options):
     m, n = a.shape[0], b.shape[1]
     if tiling is None:             # k = 0 (zeros) or an empty out
         return {"out": np.zeros((m, n), a.dtype)}
+    if a.dtype.name == "bfloat16":   # A2: the bf16 GEMM itself, bf16 out
+        return {"out": catlass_matmul(a, b, tiling=tiling, bits=8, out_dtype=a.dtype)["c"]}
     a16, b16 = a.astype(np.float16), b.astype(np.float16)
     if isinstance(tiling, MatmulV2Tiling):
         return {"out": _v2(a16.astype(np.float64), b16.astype(np.float64), tiling, a.dtype)}

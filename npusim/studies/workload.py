@@ -174,7 +174,7 @@ def _call(path, index: int, entry) -> Call:
         raise NpusimError(f"{where}: count = {count!r}: a positive integer")
     params = {str(k): _text(v) for k, v in (entry.get("params") or {}).items()}
     try:
-        shape = parse_shape(str(entry["shape"]))
+        shape = parse_shape(str(entry["shape"]), case)
         dtype = parse_dtype(str(entry["dtype"]), case)
         case.parse_params(params)
     except NpusimError as exc:

@@ -9,8 +9,8 @@ violation 161002.
 
 What npusim models (the rest is refused with a ParamError that says it is not modelled, code
 161002): 2-D operands (aclnnMatmul's 1-D and batched forms are not modelled);
-- Atlas A2: the CATLASS-shaped kernel (ops/catlass), FLOAT16, and FLOAT with cubeMathType 2
-  (cast to FLOAT16 around the fp16 GEMM);
+- Atlas A2: the CATLASS-shaped kernel (ops/catlass), FLOAT16 and BFLOAT16, and FLOAT with
+  cubeMathType 2 (cast to FLOAT16 around the fp16 GEMM);
 - Atlas training series: CANN's TransData + MatMulV2 route (training.py), its split-K route
   included, FLOAT16, and FLOAT with cubeMathType 1 or 2 (both cast to FLOAT16 there).
 """
@@ -85,10 +85,10 @@ def _check_modelled(chip, dtype: str, cmt: int) -> None:
                    f"series' MatMulV2; modelled products: {supported}")
     if chip.product == "atlas-training" and dtype in ("float16", "float32"):
         return                    # float32: cube_math_type 1 or 2 (0 and 3 refused above)
-    if dtype == "float16" or (dtype == "float32" and cmt == USE_FP16):
+    if dtype in ("float16", "bfloat16") or (dtype == "float32" and cmt == USE_FP16):
         return
     raise _bad(f"{dtype} with cube_math_type = {cmt} ({CUBE_MATH_TYPES[cmt]}) is not modelled "
-               "on the fp16 CATLASS-shaped kernel; modelled: float16, or float32 with "
+               "on the CATLASS-shaped kernel; modelled: float16, bfloat16, or float32 with "
                "cube_math_type = 2 (USE_FP16)")
 
 

@@ -18,11 +18,13 @@ blocks dealt by the block swizzle, FixPipe out), reused, with its tiling datacla
 Kernels (``stats["kernels"]``): [Contiguous per strided input], [Cast(self), Cast(mat2)],
 MatMul, [Cast(out)] | ZerosLike(out). The Atlas training series runs CANN's route there
 instead (training.py: TransData, MatMulV2). Not modelled: MatMulV3's own tiling choice
-(CATLASS's example tile shapes are used), bias, fp32 and HF32 cube modes, bf16.
+(CATLASS's example tile shapes are used), bias, fp32 and HF32 cube modes. bf16 runs the same
+kernel in bf16 (Atlas A2: bf16 operands, fp32 accumulation, FixPipe to bf16).
 """
 
 import numpy as np
 
+from npusim.dtypes import name_of
 from npusim.engine.sequence import OpRun
 from npusim.errors import TilingError
 from npusim.ops.catlass.matmul import CatlassMatmulKernel, catlass_matmul_tiling
@@ -81,11 +83,13 @@ def matmul(self_, mat2, *, cube_math_type=1, chip="atlas-a2", tiling=None, mode=
     if training:
         t, workspace = matmul_training(run, a, b, out, tiling)
         return run.result({"out": (out, (m, n))}, tiling=t, workspace_bytes=workspace)
-    cast = a.dtype != np.float16
+    cast = a.dtype == np.float32
     a16, b16 = _inputs_fp16(run, a, b_stored, cast)
     c16 = run.gm.tensor("out.fp16", "float16", m * n) if cast else out
+    cube = "float32" if cast else name_of(a.dtype)
     run.launch(CatlassMatmulKernel, block_dim=t.block_dim, name="MatMul",
-               args=dict(a=a16, b=b16, c=c16, tiling=t))
+               args=dict(a=a16, b=b16, c=c16, tiling=t,
+                         dtype="float16" if cube == "float32" else cube))
     if cast:
         launch_cast(run, c16, out, m * n, "Cast(out)")
     workspace = 2 * (a.size + b.size + m * n) if cast else 0
