@@ -108,3 +108,15 @@ def test_a_products_list_names_known_products(tmp_path):
     (tmp_path / "wl.toml").write_text(bad)
     with pytest.raises(NpusimError, match="products"):
         load_workload(tmp_path / "wl.toml")
+
+
+def test_the_report_of_a_step_with_per_product_calls_is_written(result, tmp_path):
+    from npusim.face.outdir import OutputDir
+    from npusim.studies.predict.report import markdown, write_report
+
+    with OutputDir(tmp_path / "out") as out:
+        write_report(result, out)
+    md = markdown(result)
+    assert "The step: by phase, in both formats, by operator" in md
+    assert "not on this product" in md
+    assert (tmp_path / "out" / "layers.png").stat().st_size > 0

@@ -84,9 +84,15 @@ def test_only_what_npusim_does_not_have_is_left_out_of_the_counted_figures():
     CATLASS GEMMs, which npusim runs, are counted; and every row says which kernels it
     measured that npusim runs (none where it compares another kernel)."""
     apart = {r.id for r in ROWS if not r.counted}
+    level3 = {f"gmm-910b2-{c:02d}" for c in (1, 3, 4, 6, 7, 8, 9, 11, 12, 13, 14, 15, 17, 19,
+                                             20)} | {f"gating-910b2-{c:02d}" for c in (6, 7, 8)}
     assert apart == {"catlass-20x6144x16384-rowmajor-default",
                      "catlass-20x6144x16384-rowmajor-tuned", "cube-910-aibench",
-                     "vector-910-aibench"}
+                     "vector-910-aibench"} | level3
+    # issue 41's cann-bench rows: apart only for a bias, fp32 GroupedMatmul, groups the case
+    # cannot lay out, or the finished mask
+    assert all(any(w in r.not_modelled for w in ("bias", "float32", "groups", "finished"))
+               for r in ROWS if r.id in level3)
     text = val.TABLE.read_text().split("[[row]]")[1:]
     assert all("\nkernels = " in part for part in text)
     assert not [r.id for r in ROWS if not r.counted and r.kernels]

@@ -66,16 +66,23 @@ def _segments(by_kernel: dict, colours: dict) -> list:
     return [(k, t) for k, t in segs.items() if t > 0]
 
 
+MOST_CALLS = 40    # the layers figure draws the longest calls; the tables list every one
+
+
 def layers(plt, result: dict):
     chips, common = result["chips"], result["common_calls"]
     rows = {(r["call"], r["chip"]): r for r in result["rows"] if r["status"] == "ok"}
-    order = sorted(common, key=lambda c: -max(rows[c, ch]["total_us"] for ch in chips))
+    order = sorted(common, key=lambda c: -max(rows[c, ch]["total_us"] for ch in chips
+                                              if (c, ch) in rows))[:MOST_CALLS]
     colours, h = kernel_colours(plt, result), 0.8 / max(len(chips), 1)
     fig, ax = plt.subplots(figsize=(12, 1.5 + 0.42 * len(order) * max(len(chips), 2)))
     drawn, ticks, labels = set(), [], []
     for i, call in enumerate(order):
         for j, chip in enumerate(chips):
-            r, y, left = rows[call, chip], i + j * h - 0.4 + h / 2, 0.0
+            r, y, left = rows.get((call, chip)), i + j * h - 0.4 + h / 2, 0.0
+            if r is None:     # the workload runs it on other products only
+                ax.text(0, y, f" {chip}: not on this product", va="center", fontsize=TEXT)
+                continue
             for k, t in _segments({k: v * r["count"] for k, v in r["by_kernel"].items()},
                                   colours):
                 ax.barh(y, t / 1000, height=h * 0.9, left=left, color=colours[k],
@@ -84,12 +91,14 @@ def layers(plt, result: dict):
                 left += t / 1000
             ax.text(left, y, f" {chip} {ms(r['total_us'])}", va="center", fontsize=TEXT)
         ticks.append(i)
-        first = rows[call, chips[0]]
+        first = next(rows[call, c] for c in chips if (call, c) in rows)
         labels.append(f"{call}: {first['label']} (x{first['count']})")
     ax.set_yticks(ticks, [textwrap.fill(lb, 44) for lb in labels], fontsize=TEXT)
     ax.set_ylim(max(len(order), 1) - 0.5, -0.5)
     ax.set_xlabel("predicted time x count (ms), stacked by kernel")
-    ax.set_title(f"{result['workload'].name}: every call all chips run, by time "
+    what = "every call" if len(order) == len(common) else \
+        f"the {len(order)} longest of the {len(common)} calls"
+    ax.set_title(f"{result['workload'].name}: {what} all chips run, by time "
                  f"({', '.join(column(c, result['batch']) for c in chips)}, top to bottom)",
                  fontsize=10)
     ax.margins(x=0.25)

@@ -22,7 +22,8 @@ from npusim.studies.predict.blocks import Num, one_unit
 from npusim.studies.predict.figures import figures
 from npusim.studies.predict.step import step_blocks, step_lines
 
-CAPTIONS = {"layers.png": "Every call all chips run, sorted by time, the chips side by side, "
+CAPTIONS = {"layers.png": "Every call all chips run (the 40 longest in a larger workload), "
+                          "sorted by time, the chips side by side, "
                           "each bar stacked by kernel",
             "totals.png": "Each chip's total on the calls all chips run, by kernel",
             "roofline.png": "Each call against the chip's roofline, labelled with its note"}
