@@ -57,9 +57,7 @@ def columns(rows) -> tuple:
     """The rows (a list of tuples or ``PackedRows``) as one list per column."""
     if isinstance(rows, PackedRows):   # numeric columns stay typed arrays (no copy)
         return tuple(col if isinstance(col, array) else list(col) for col in rows._columns())
-    if not rows:
-        return tuple([] for _ in range(6))
-    return tuple(map(list, zip(*rows, strict=True)))
+    return tuple(list(map(itemgetter(j), rows)) for j in range(6))   # 4x zip(*rows)
 
 
 class Tracer:
