@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from npusim.engine.retime import EPS, as_recorded, chain_time, pop_time
+from npusim.errors import NpusimError
 
 SCALAR_KIND = {"Swait": "flag", "Sset": "flag", "Sxset": "cross-core flag",
                "Sxwait": "cross-core flag", "Sbarrier": "barrier", "Ssyncall": "SyncAll"}
@@ -57,7 +58,12 @@ def kernel_path(graph, times=None) -> KernelPath:
     t = times if times is not None else as_recorded(graph)
     ev = _last_event(t)
     steps, edges = [], Counter()
+    budget = 8 * graph.n + 16        # every event is left once: more is a walk in a circle
     while ev is not None:
+        budget -= 1
+        if budget < 0:
+            raise NpusimError("critical path: the walk back from the run's end does not reach "
+                              "cycle 0 (the recorded times do not follow from the graph)")
         what, nxt, reason = _step(graph, t, ev)
         here, there = _time(graph, t, ev), _time(graph, t, nxt)
         if what is not None and here - there > 0:

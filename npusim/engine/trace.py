@@ -72,6 +72,7 @@ class Tracer:
         self.scalar_ends: list[tuple] = []   # (core, cycle its scalar finished the stream)
         self.drains: list[tuple] = []  # per barrier/SyncAll: (core, [(pipe waited for, until)])
         self.peers: list = []          # per core, the cores its cross-core sets reach
+        self.jittered = False          # the run added random latency (no critical path then)
 
     def record(self, core: int, pipe: str, inst, issue: float, start: float, end: float):
         self.records.append((core, pipe, inst, issue, start, end))

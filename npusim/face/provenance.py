@@ -26,7 +26,7 @@ def file_hash(path) -> str:
 
 
 def version() -> str:
-    from importlib import metadata    # imported when asked: a plain run does not need it
+    from importlib import metadata  # imported when asked: a plain run does not need it
 
     try:
         return metadata.version("npusim")
