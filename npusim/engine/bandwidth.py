@@ -72,7 +72,9 @@ class L2Cache:
             self.count += int(fresh.size)
             # Runs of consecutive fresh lines, each evicted a line at a time (see _evict).
             cut = np.flatnonzero(np.diff(fresh) != 1) + 1
-            starts, ends = fresh[np.r_[0, cut]].tolist(), (fresh[np.r_[cut - 1, -1]] + 1).tolist()
+            # (np.concatenate, not np.r_, which costs about 20 us a call)
+            first, last = np.concatenate(([0], cut)), np.concatenate((cut - 1, [-1]))
+            starts, ends = fresh[first].tolist(), (fresh[last] + 1).tolist()
             self.order.extend(zip(starts, ends, [True] * len(starts), strict=True))
             self._evict()
         return int(fresh.size)

@@ -15,7 +15,8 @@ instructions), or a wait (``flag``: set/wait latency, ``cross-core flag``, ``bar
 from collections import Counter
 from dataclasses import dataclass, field
 
-from npusim.engine.retime import EPS, chain_time, pop_time, retime
+from npusim.engine.retime import EPS, as_recorded, chain_time, pop_time
+from npusim.errors import NpusimError
 
 SCALAR_KIND = {"Swait": "flag", "Sset": "flag", "Sxset": "cross-core flag",
                "Sxwait": "cross-core flag", "Sbarrier": "barrier", "Ssyncall": "SyncAll"}
@@ -52,12 +53,17 @@ class KernelPath:
 
 
 def kernel_path(graph, times=None) -> KernelPath:
-    """The critical path of ``graph``'s run (re-timed with the recorded weights unless
-    ``times`` is given)."""
-    t = times if times is not None else retime(graph)
+    """The critical path of ``graph``'s run, walked on its recorded times (``as_recorded``)
+    unless ``times`` (a re-timing) is given."""
+    t = times if times is not None else as_recorded(graph)
     ev = _last_event(t)
     steps, edges = [], Counter()
+    budget = 8 * graph.n + 16        # every event is left once: more is a walk in a circle
     while ev is not None:
+        budget -= 1
+        if budget < 0:
+            raise NpusimError("critical path: the walk back from the run's end does not reach "
+                              "cycle 0 (the recorded times do not follow from the graph)")
         what, nxt, reason = _step(graph, t, ev)
         here, there = _time(graph, t, ev), _time(graph, t, nxt)
         if what is not None and here - there > 0:
@@ -174,8 +180,9 @@ def _end_step(graph, t, i):
     start, end = t.start[i], t.end[i]
     p = graph.pexec[i]
     last = t.end[p] if p >= 0 else -1.0
-    body = graph.body[i] * t.scale.get(graph.pipe[i], 1.0)
-    own = start + body + (graph.head[i] if start > last + EPS else 0.0)
+    body, head = graph.exec_cost(i)
+    body *= t.scale.get(graph.pipe[i], 1.0)
+    own = start + body + (head if start > last + EPS else 0.0)
     if own >= end - EPS:
         return graph.pipe[i], ("s", i), None
     g = graph.gm[i]

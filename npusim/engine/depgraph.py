@@ -27,6 +27,7 @@ without it), and any order the run could have taken but did not (the recorded FI
 the shared servers and of atomic adds is kept when the graph is re-weighted).
 """
 
+from bisect import bisect_left
 from collections import defaultdict
 
 from npusim.engine.trace import columns
@@ -55,13 +56,12 @@ class RunGraph:
         self.match = [-1] * n
         self.drains: dict = {}
         self.rounds: dict = {}
-        self.body, self.head = [0.0] * n, [0.0] * n
+        self._body = self._head = None    # built on first read (``body``, ``head``)
         self.gm = [-1] * n
         self.scalar_end: dict = {}
         lanes = self._lanes()
-        self._costs()
         self._chains(tracer, lanes)
-        self._flags(lanes)
+        self._flags()
         self._cross(tracer)
         self._gm(tracer, lanes)
 
@@ -70,73 +70,120 @@ class RunGraph:
         lanes = defaultdict(list)
         for i, key in enumerate(zip(self.core, self.pipe, strict=True)):
             lanes[key].append(i)
+        kind, pprev, pexec = self.kind, self.pprev, self.pexec
         for (_core, pipe), idx in lanes.items():
             if pipe == "S":
                 continue
-            last_exec = -1
-            for a, b in zip(idx, idx[1:], strict=False):
-                self.pprev[b] = a
+            last, last_exec = -1, -1
             for i in idx:
-                self.pexec[i] = last_exec
-                if self.kind[i] == "x":
+                pprev[i], pexec[i], last = last, last_exec, i
+                if kind[i] == "x":
                     last_exec = i
         return lanes
 
+    @property
+    def body(self) -> list:
+        """Each exec record's body on the chip, as the engine charges it (0 for the others);
+        built on first read (the path's walk asks ``exec_cost`` of its few records)."""
+        if self._body is None:
+            self._costs()
+        return self._body
+
+    @property
+    def head(self) -> list:
+        """Each exec record's head (see ``body``)."""
+        if self._head is None:
+            self._costs()
+        return self._head
+
+    def exec_cost(self, i: int) -> tuple:
+        """(body, head) of exec record ``i``."""
+        if self._body is not None:
+            return self._body[i], self._head[i]
+        return self.inst[i].body(self.chip), self.inst[i].head(self.chip)
+
     def _costs(self) -> None:
-        """Each exec instruction's body and head on the chip, as the engine charges them."""
         chip, cache = self.chip, {}
+        self._body, self._head = [0.0] * self.n, [0.0] * self.n
         for i, inst in enumerate(self.inst):
             if self.kind[i] != "x":
                 continue
             hit = cache.get(id(inst))
             if hit is None:
                 hit = cache[id(inst)] = (inst.body(chip), inst.head(chip))
-            self.body[i], self.head[i] = hit
+            self._body[i], self._head[i] = hit
 
     def _chains(self, tracer, lanes) -> None:
         """Per core, the scalar's issue chain in stream order, its costs, its stalls, the
         drains of its barriers and its SyncAll rounds."""
-        stalls = {(c, p, t): ready for c, p, t, ready in tracer.stalls}
-        ordinal = {i: k for idx in lanes.values() for k, i in enumerate(idx)}
-        depth = self.chip.queue_depth
-        per_core = defaultdict(list)
-        for i in range(self.n):
-            scalar = self.pipe[i] == "S"
-            per_core[self.core[i]].append((self.issue[i], scalar, i))
-        ends = dict(tracer.scalar_ends)
+        ends = self.scalar_ends = dict(tracer.scalar_ends)
         drained = defaultdict(list)
         for core, waited in tracer.drains:
             drained[core].append(waited)
+        stalls = defaultdict(dict)     # per core: (pipe, issue) -> cycle it was ready
+        for c, p, t, ready in tracer.stalls:
+            stalls[c][(p, t)] = ready
         syncs, rounds = defaultdict(int), defaultdict(list)
-        for core, events in per_core.items():
-            events.sort()
-            prev, prev_out, last = -1, 0.0, {}
-            for t, scalar, i in events:
-                ready = None if scalar else stalls.get((core, self.pipe[i], t))
-                self.cprev[i] = prev
-                self.cost[i] = (ready if ready is not None else t) - prev_out
-                if ready is not None:
-                    q = ordinal[i] - depth - 1
-                    lane = lanes[(core, self.pipe[i])]
-                    self.pop[i] = lane[q] if q >= 0 else -2
-                    self.pop_at[i] = t
-                if scalar:
-                    if self.kind[i] in ("Sbarrier", "Ssyncall"):
-                        waited = drained[core].pop(0) if drained[core] else []
-                        self.drains[i] = self._drained(waited, last, lanes, ordinal, core)
-                    if self.kind[i] == "Ssyncall":
-                        rounds[syncs[core]].append(i)
-                        syncs[core] += 1
-                    prev_out = self.end[i]
-                else:
-                    last[self.pipe[i]] = i
-                    prev_out = t
-                prev = i
+        for core, events in self._per_core():
+            prev, prev_out = self._chain(core, events, stalls.get(core), lanes, drained[core],
+                                         syncs, rounds)
             if core in ends:
                 self.scalar_end[core] = (prev, ends[core] - prev_out)
         self.rounds = {i: members for members in rounds.values() for i in members}
 
-    def _drained(self, waited, last, lanes, ordinal, core) -> list:
+    def _per_core(self):
+        """(core, its records in stream order: by issue, a pipe's before the scalar's at one
+        cycle, then by record), the cores in the order they first appear."""
+        scalar = [p == "S" for p in self.pipe]
+        rank = {c: k for k, c in enumerate(dict.fromkeys(self.core))}
+        order = list(range(self.n))          # stable sorts, least significant key first
+        order.sort(key=scalar.__getitem__)
+        order.sort(key=self.issue.__getitem__)
+        order.sort(key=list(map(rank.__getitem__, self.core)).__getitem__)
+        start = 0
+        for k in range(1, self.n + 1):
+            if k == self.n or self.core[order[k]] != self.core[order[start]]:
+                yield self.core[order[start]], order[start:k]
+                start = k
+
+    def _chain(self, core, events, stalls, lanes, drained, syncs, rounds) -> tuple:
+        """One core's chain (see ``_chains``); returns its last record and the scalar's clock
+        after it."""
+        pipe, kind, issue, end = self.pipe, self.kind, self.issue, self.end
+        cprev, cost = self.cprev, self.cost
+        prev, prev_out, last = -1, 0.0, {}
+        for i in events:
+            t, name = issue[i], pipe[i]
+            cprev[i] = prev
+            if name != "S":
+                ready = stalls.get((name, t)) if stalls else None
+                if ready is None:
+                    cost[i] = t - prev_out
+                else:
+                    cost[i] = ready - prev_out
+                    self._stalled(i, lanes[(core, name)], t)
+                prev_out, last[name] = t, i
+            else:
+                cost[i] = t - prev_out
+                k = kind[i]
+                if k in ("Sbarrier", "Ssyncall"):
+                    waited = drained.pop(0) if drained else []
+                    self.drains[i] = self._drained(waited, last, lanes, core)
+                    if k == "Ssyncall":
+                        rounds[syncs[core]].append(i)
+                        syncs[core] += 1
+                prev_out = end[i]
+            prev = i
+        return prev, prev_out
+
+    def _stalled(self, i: int, lane: list, t: float) -> None:
+        """Record ``i`` issued at the pop of the entry ``queue_depth + 1`` places before it on
+        its pipe (``lane``: the pipe's records in order, ascending)."""
+        q = bisect_left(lane, i) - self.chip.queue_depth - 1
+        self.pop[i] = lane[q] if q >= 0 else -2
+        self.pop_at[i] = t
+
+    def _drained(self, waited, last, lanes, core) -> list:
         """The records whose end let a barrier's drain go: of each pipe the run waited for,
         the latest instruction issued before the barrier that ended when the drain did. (The
         engine lets a drain pass a pipe whose last instruction has not started yet; such a
@@ -145,7 +192,7 @@ class RunGraph:
         for pipe, until in waited:
             i = last.get(pipe)
             lane = lanes[(core, pipe)]
-            k = ordinal[i] if i is not None else -1
+            k = bisect_left(lane, i) if i is not None else -1
             stop = k - DRAIN_SEARCH
             while k >= 0 and k > stop and abs(self.end[lane[k]] - until) > 1e-6:
                 k -= 1
@@ -155,16 +202,15 @@ class RunGraph:
                 out.append(lane[k])
         return out
 
-    def _flags(self, lanes) -> None:
+    def _flags(self) -> None:
         """The n-th set of a (src, dst, id) on a core releases the n-th wait of it there."""
         sets, waits = defaultdict(list), defaultdict(list)
-        for (core, _pipe), idx in lanes.items():
-            for i in idx:
-                kind = self.inst[i].kind
-                if kind == "set":
-                    sets[(core, self.inst[i].key)].append(i)
-                elif kind == "wait":
-                    waits[(core, self.inst[i].key)].append(i)
+        inst, core = self.inst, self.core    # a flag's sets (waits) are all on one pipe
+        for i, kind in enumerate(self.kind):
+            if kind == "s" or kind == "Sset":
+                sets[(core[i], inst[i].key)].append(i)
+            elif kind == "w" or kind == "Swait":
+                waits[(core[i], inst[i].key)].append(i)
         for key, ws in waits.items():
             ss = sets.get(key, [])
             if len(ss) < len(ws):

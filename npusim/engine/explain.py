@@ -110,6 +110,10 @@ def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
 def kernel_share(name: str, gap: int, launch: int, run, with_what_ifs: bool = False):
     """One kernel's KernelShare from its timed, traced ``run``: its path's cycles by what, plus
     the stream gap before it and its launch."""
+    if getattr(run.tracer, "jittered", False):
+        raise NpusimError(f"kernel {name}: the run was made with jitter: its dependency graph "
+                          "cannot re-time a run made with jitter (run without it for the "
+                          "critical path)")
     graph = RunGraph(run.tracer, run.chip)
     path = kernel_path(graph)
     by = path.by_what()

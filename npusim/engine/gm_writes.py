@@ -36,13 +36,18 @@ def check(specs: list, gm) -> None:
     arr = np.concatenate([np.array(rows, np.int64).reshape(-1, 4), *blocks])
     if len(arr) < 2:
         return
-    for phase in np.unique(arr[:, 3]):
+    for phase in _distinct(arr[:, 3]):
         part = arr[arr[:, 3] == phase]
-        if len(np.unique(group[part[:, 2]])) < 2:
+        if len(_distinct(group[part[:, 2]])) < 2:
             continue
         found = _overlap(part, group)
         if found is not None:
             raise GmWriteConflictError(_message(specs, gm, part, *found))
+
+
+def _distinct(values: np.ndarray) -> list:
+    """The distinct values, ascending (``np.unique`` imports ``numpy.ma``: 20 ms a run)."""
+    return sorted(set(values.tolist()))
 
 
 def _groups(specs: list) -> np.ndarray:
@@ -111,7 +116,7 @@ def _overlap(rows: np.ndarray, group: np.ndarray) -> tuple | None:
     """The first [lo, hi) that writes of two groups share, or None: each group's ranges
     merged, then sorted together; a range starting before the furthest end so far overlaps."""
     merged = []
-    for g in np.unique(group[rows[:, 2]]):
+    for g in _distinct(group[rows[:, 2]]):
         m = _merged(rows[group[rows[:, 2]] == g])
         merged.append(m)
     allm = np.concatenate(merged)

@@ -174,8 +174,9 @@ def launch(kernel_cls, **options) -> Result:
     mode: "timed" (the SimPy run, with cycles) or "functional" (program order, no time).
     numerics: False times the run without computing values (not for ``reads_data`` kernels).
     trace: keep each instruction's record (figures, ``line_trace``, ``explain``); "path"
-        is the same as True here (an operator run with "path" keeps only each kernel's
-        critical path, ``npusim/engine/sequence.py``).
+        is the same as True here, but a large run's records are not packed (an operator run
+        with "path" reads them once for each kernel's critical path and drops them,
+        ``npusim/engine/sequence.py``).
     sanitize: raise ``HazardError`` on unordered accesses, ``DeadlockError`` on a wait whose
         set never comes.
     jitter: None, or (seed, max_cycles) of random extra latency; outputs must not change.
@@ -227,7 +228,7 @@ def _run_timed(chip, specs, gm, *, numerics, trace, sanitize, jitter, beside):
     except BaseException:
         _abort(child, checker)
         raise
-    if tracer is not None:
+    if tracer is not None and not isinstance(trace, str):   # "path": read once, dropped
         tracer.pack()
     return engine, tracer, cycles
 

@@ -13,6 +13,11 @@ scalar waits for the last instruction of each pipe (and SyncAll for every core).
 
 What it keeps fixed: the order the run took at shared resources (GM transfers, atomic adds,
 which set released which wait) and the scalar's own costs.
+
+``as_recorded`` gives the same ``Times`` without re-timing: the run's own issue, start and end
+of each record, and the servers' reservations computed from the recorded starts (the critical
+path with the recorded weights walks these; re-timing them agrees to float rounding, which
+``tests/test_critical_path.py`` holds for every operator).
 """
 
 from dataclasses import dataclass, field
@@ -93,6 +98,27 @@ def retime(graph, scale: dict | None = None, hbm: float = 1.0) -> Times:
         t.scalar_end[core] = (chain_out(graph, t, last) if last >= 0 else 0.0) + cost
     t.run_end = max([*t.end, *t.scalar_end.values(), 0.0])
     return t
+
+
+def as_recorded(graph) -> Times:
+    """The run's own times as ``Times`` (see the module docstring), in one pass per column."""
+    start, end, kind = list(graph.start), list(graph.end), graph.kind
+    flag = graph.flag_cycles
+    free = [s if k == "s" else e - flag if k == "w" else e
+            for k, s, e in zip(kind, start, end, strict=True)]
+    ng = len(graph.gl2)
+    l2, hbm = [0.0] * ng, [0.0] * ng
+    last_l2, grec, gl2, ghbm, ghprev = 0.0, graph.grec, graph.gl2, graph.ghbm, graph.ghprev
+    for g in range(ng):
+        at = start[grec[g]]
+        last_l2 = l2[g] = (at if at > last_l2 else last_l2) + gl2[g]
+        if ghbm[g] > 0:
+            h = ghprev[g]
+            before = hbm[h] if h >= 0 else 0.0
+            hbm[g] = (at if at > before else before) + ghbm[g]
+    scalar_end = dict(graph.scalar_ends)
+    run_end = max([*end, *scalar_end.values(), 0.0])
+    return Times(list(graph.issue), start, end, free, l2, hbm, scalar_end, run_end)
 
 
 def chain_out(graph, t: Times, p: int) -> float:

@@ -79,7 +79,8 @@ class OpRun:
         # trace="path": each kernel is traced, its critical-path share taken as it ends and its
         # records dropped, so the run holds one kernel's trace at a time (npusim predict)
         self.path_only = isinstance(trace, str) and mode == "timed"
-        self.options = dict(trace=bool(trace), sanitize=sanitize, jitter=jitter)
+        self.options = dict(trace="path" if self.path_only else bool(trace),
+                            sanitize=sanitize, jitter=jitter)
         self.parts: list[KernelRun] = []
         self.kernel_paths: list = []
 

@@ -181,6 +181,7 @@ class TimedEngine:
         self.speedup = getattr(chip, "pipe_speedup", None) or None
         if tracer is not None:   # who a cross-core set reaches (npusim/engine/depgraph.py)
             tracer.peers = [list(spec.peers) for spec in cores]
+            tracer.jittered = jitter is not None
         self.jitter = None
         if jitter is not None:
             seed, max_cycles = jitter

@@ -10,7 +10,6 @@ entry point was given (``set_command``); a report made from Python says so.
 import hashlib
 import shlex
 from datetime import UTC, datetime
-from importlib import metadata
 
 _COMMAND: list = []
 
@@ -27,6 +26,8 @@ def file_hash(path) -> str:
 
 
 def version() -> str:
+    from importlib import metadata  # imported when asked: a plain run does not need it
+
     try:
         return metadata.version("npusim")
     except metadata.PackageNotFoundError:

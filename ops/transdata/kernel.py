@@ -47,7 +47,7 @@ from npusim.dsl import (
     wait_flag,
 )
 from npusim.dsl import vector as vec
-from npusim.dsl.transpose import trans_data_to_5hd
+from npusim.dsl.transpose import trans_data_to_5hd_at
 from npusim.ops.transdata.plan import C0_B16, Piece, TransPlan
 
 TABLE_EVENT = 5   # event id of the table hand-over flags (the queues use ids from 0 up)
@@ -153,14 +153,15 @@ class TransDataKernel(Kernel):
         pitch = self.plan.in_pitch(p.row_len)
         if p.rows < C0_B16:
             vec.duplicate(t[p.rows * pitch].reinterpret_cast(np.int16), 0, pitch)   # 0 bits
-        src = [t[min(i, p.rows) * pitch] for i in range(C0_B16)]
+        src = [min(i, p.rows) * pitch for i in range(C0_B16)]
         out = self.out_que.alloc_tensor(self.plan.dst_dtype)
         repeats = pitch // C0_B16
         for r0 in range(0, repeats, MAX_REPEATS):
             n = min(MAX_REPEATS, repeats - r0)
-            trans_data_to_5hd([out[(r0 * C0_B16 + j) * C0_B16] for j in range(C0_B16)],
-                              [s[r0 * C0_B16] for s in src], n, dst_rep_stride=C0_B16,
-                              src_rep_stride=1)
+            trans_data_to_5hd_at(out, tuple(range(r0 * C0_B16 * C0_B16, (r0 + 1) * C0_B16 * C0_B16,
+                                                  C0_B16)),
+                                 t, tuple(s + r0 * C0_B16 for s in src), n,
+                                 dst_rep_stride=C0_B16, src_rep_stride=1)
         self.in_que.free_tensor(t)
         self.out_que.enque(out)
 
@@ -172,10 +173,12 @@ class TransDataKernel(Kernel):
         in_pitch, out_pitch = self.plan.in_pitch(p.row_len), self.plan.out_pitch(p.length)
         out = self.out_que.alloc_tensor(self.plan.dst_dtype)
         for pb in range(out_pitch // C0_B16):
-            trans_data_to_5hd([out[j * out_pitch + pb * C0_B16] for j in range(C0_B16)],
-                              [t[(pb * C0_B16 + i) * in_pitch] for i in range(C0_B16)],
-                              in_pitch // C0_B16, dst_rep_stride=out_pitch,
-                              src_rep_stride=1)
+            trans_data_to_5hd_at(out, tuple(range(pb * C0_B16, pb * C0_B16 + C0_B16 * out_pitch,
+                                                  out_pitch)),
+                                 t, tuple(range(pb * C0_B16 * in_pitch,
+                                                (pb + 1) * C0_B16 * in_pitch, in_pitch)),
+                                 in_pitch // C0_B16, dst_rep_stride=out_pitch,
+                                 src_rep_stride=1)
         self.in_que.free_tensor(t)
         self.out_que.enque(out)
 
