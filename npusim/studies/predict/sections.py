@@ -32,9 +32,9 @@ def scope(result: dict) -> list:
     ops = ", ".join(sorted({c.op for c in wl.calls}))
     calls = f"Modelled: {n(len(wl.calls), 'call')} ({ops})"
     if not wl.unmodelled:
-        return [("ul", [f"{calls}; the workload describes no layers it leaves out (no "
-                        "[[unmodelled]] entries), so what share of the step they cover is not "
-                        "known."]), ("p", formats_line(result))]
+        return [("ul", [f"{calls}; the workload lists no layer it leaves out (no "
+                        "[[unmodelled]] entries): if it lists every layer of the step, the "
+                        "step is modelled whole."]), ("p", formats_line(result))]
     kinds = {}
     for u in cov["unmodelled"]:
         kinds.setdefault(u["kind"], [0.0, 0.0])
