@@ -197,3 +197,17 @@ def test_the_commands_page_names_every_option_of_every_command():
             text += " ".join(e for e in entries if e.startswith("npusim run "))
         missing += [f"{command} {o}" for o in sorted(opts) if o not in text]
     assert not missing, missing
+
+
+def test_the_readme_step_excerpt_is_from_the_predict_guides_paste():
+    """README's tour quotes lines of the step prediction; each is in docs/guide/predict.md's
+    paste of that command, which the slow paste check holds to the code."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    guide = (root / "docs" / "guide" / "predict.md").read_text(encoding="utf-8")
+    start = readme.index("From its output")
+    opening = readme.index("```text\n", start) + 8
+    block = readme[opening:readme.index("\n```", opening)]
+    paste = guide[guide.index("$ npusim predict resnet50-train-step --jobs 2"):]
+    paste = paste[:paste.index("```")]
+    assert block.splitlines() and all(line in paste.splitlines() for line in block.splitlines())

@@ -84,7 +84,8 @@ def _share_table(result: dict, key: str, what: str, order) -> tuple:
     from npusim.studies.predict.blocks import column, pct, time_num
 
     chips, step = result["chips"], result["step"]
-    names = [k for k in (order or step[chips[0]][key]) if any(k in step[c][key] for c in chips)]
+    every = {k: max(step[c][key].get(k, 0.0) for c in chips) for c in chips for k in step[c][key]}
+    names = [k for k in (order or sorted(every, key=lambda k: -every[k])) if k in every]
     head = [what]
     for c in chips:
         head += [column(c, result["batch"]), f"share on {c}"]
