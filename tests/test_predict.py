@@ -300,7 +300,8 @@ def test_a_workload_no_two_chips_share_still_reports(tmp_path):
     assert result["common_calls"] == [] and result["excluded"][0]["ran_us"]["atlas-a2"] > 0
     with OutputDir(str(tmp_path / "r")) as out:
         write_report(result, out)
-    assert "share of the step they cover is not known" in markdown(result)
+    assert "the workload lists no layer it leaves out" in markdown(result)
+    assert "No call runs on every chip" in markdown(result)
 
 
 def test_the_step_accounting_counts_from_the_shapes(small):

@@ -92,6 +92,10 @@ def headline(result: dict) -> list:
                            f"({speedup_band(totals, fast, c)})" for c in chips if c != fast)
         blocks.append(("p", f"{fast} is the fastest on the {n(len(common), 'call')} every chip "
                             f"runs: {others}."))
+    if not common:
+        blocks.append(("p", "No call runs on every chip, so there is nothing to compare like "
+                            "for like: each chip's own calls are in the step section and the "
+                            "tables per chip."))
     if result["excluded"]:
         blocks.append(("p", "Left out of the comparison (a chip does not run them): "
                        + "; ".join(_excluded_line(e) for e in result["excluded"]) + "."))

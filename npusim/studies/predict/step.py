@@ -10,11 +10,13 @@ same discrete-event runs, attributed by kernel, not re-simulated.
 
 
 def step_summary(rows: list, chips: list, common: list) -> dict:
-    """{chip: {"phases": {phase: us}, "ops": {op: us}, "aclnn_us", "internal_us"}}."""
+    """{chip: {"phases": {phase: us}, "ops": {op: us}, "aclnn_us", "internal_us", "own"}}: on
+    the calls every chip runs, or, where there is none (an MoE layer's operators are Atlas A2
+    only), on each chip's own calls (``own``)."""
     out = {}
     for chip in chips:
         mine = [r for r in rows if r["chip"] == chip and r["status"] == "ok"
-                and r["call"] in common]
+                and (r["call"] in common or not common)]
         phases, ops = {}, {}
         for r in mine:
             phase = r.get("phase") or "step"
@@ -23,7 +25,8 @@ def step_summary(rows: list, chips: list, common: list) -> dict:
         every = sum(_all_us(r) for r in mine)
         conversions = sum(r["conversion_us"] * r["count"] for r in mine)
         out[chip] = {"phases": phases, "ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
-                     "aclnn_us": every, "internal_us": every - conversions}
+                     "aclnn_us": every, "internal_us": every - conversions,
+                     "own": not common, "calls": len(mine)}
     return out
 
 
@@ -45,6 +48,10 @@ def step_blocks(result: dict) -> list:
     if not (phased or converts):
         return []
     blocks = [("h2", "The step: by phase, in both formats, by operator")]
+    if not result["common_calls"]:
+        blocks.append(("p", "No call runs on every chip, so each chip's column is the calls it "
+                            "runs itself (" + ", ".join(f"{step[c]['calls']} on {c}"
+                                                        for c in chips) + "), not a comparison."))
     if phased:
         blocks.append(_share_table(result, "phases", "phase", PHASE_ORDER))
     if converts:
@@ -125,8 +132,9 @@ def step_lines(result: dict) -> list:
             continue
         parts = ", ".join(f"{p} {us(s['phases'][p])} ({s['phases'][p] / whole:.0%})"
                           for p in PHASE_ORDER if p in s["phases"])
-        lines.append(f"{chip}: step {us(whole)} = {parts}; formats aclnn {us(s['aclnn_us'])}, "
-                     f"internal {us(s['internal_us'])}")
+        own = f" (its own {s['calls']} calls: none runs on every chip)" if s["own"] else ""
+        lines.append(f"{chip}: step{own} {us(whole)} = {parts}; formats aclnn "
+                     f"{us(s['aclnn_us'])}, internal {us(s['internal_us'])}")
     from npusim.studies.validate.steps import lines as row_lines
     from npusim.studies.validate.steps import step_errors
 
