@@ -47,11 +47,18 @@ def _group_alive(pgid: int) -> list:
     return alive
 
 
+def _foreground_sigint() -> None:
+    """The command's SIGINT as a terminal's foreground command has it (default), whatever the
+    test run inherited: a shell starts a background job with SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler, so every SIGINT would be lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args: list, delay: float, group: bool, cwd) -> tuple:
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "npusim", *args], cwd=cwd, env=env,
                             start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_foreground_sigint)
     time.sleep(delay)
     if group:
         os.killpg(proc.pid, signal.SIGINT)
