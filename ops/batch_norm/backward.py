@@ -25,7 +25,7 @@ from npusim.ops.batch_norm.tiling import batch_norm_tiling
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.transdata.kernel import run_transdata
-from npusim.ops.transdata.plan import plan_from_nc1hwc0, plan_to_5hd
+from npusim.ops.transdata.plan import plan_from_5hd, plan_to_5hd
 
 
 def launch_backward_5hd(run, dy5, x5, nchw: tuple, chans: list, outs: list, tiling=None):
@@ -80,8 +80,8 @@ def batch_norm_backward(grad_out, input, weight, running_mean, running_var,  # n
     outs = [run.gm.tensor(nm, F32, c) for nm in ("gradWeight", "gradBias")]
     dx5, t = launch_backward_5hd(run, fives[0], fives[1], act.nchw, ins, outs, tiling)
     dx = run.gm.tensor("gradInput", dtype, act.array.size)
-    run_transdata(run, plan_from_nc1hwc0(chip, "TransData(gradInput)", (n, c, h * w), C0, dtype,
-                                     dtype), dx5, dx)
+    run_transdata(run, plan_from_5hd(chip, "TransData(gradInput)", (n, 1, c1, h * w, C0), c,
+                                     dtype, dtype), dx5, dx)
     read = {"gradInput": (dx, act.shape) if mask[0] else None,
             "gradWeight": (outs[0], (c,)) if mask[1] else None,
             "gradBias": (outs[1], (c,)) if mask[2] else None}

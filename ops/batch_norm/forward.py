@@ -30,7 +30,7 @@ from npusim.ops.batch_norm.v3 import V3_MIN_CHANNELS, launch_batch_norm_v3
 from npusim.ops.common import ceil_div, resolve_chip
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.transdata.kernel import run_transdata
-from npusim.ops.transdata.plan import plan_from_nc1hwc0, plan_to_5hd
+from npusim.ops.transdata.plan import plan_from_5hd, plan_to_5hd
 
 C0 = 16
 F32 = np.float32
@@ -111,8 +111,8 @@ def batch_norm(input, weight, bias, running_mean, running_var, *, training=True,
         ins = [padded(run, f"{nm}.5hd", v, c1 * C0) for nm, v in zip(
             ("weight", "bias", "running_mean", "running_var"), chans, strict=True)]
         y5, t = launch_forward_5hd(run, x5, act.nchw, ins, outs, mom, e, tiling)
-        run_transdata(run, plan_from_nc1hwc0(chip, "TransData(output)", (n, c, h * w), C0, dtype,
-                                         dtype), y5, y)
+        run_transdata(run, plan_from_5hd(chip, "TransData(output)", (n, 1, c1, h * w, C0), c,
+                                         dtype, dtype), y5, y)
         ws = 2 * x5_bytes + 2 * t.parts * c1 * C0 * 4
     names = ("saveMean", "saveInvstd", "runningMean", "runningVar")
     read = {"output": (y, act.shape), **{nm: (g, (c,)) for nm, g in zip(names, outs,

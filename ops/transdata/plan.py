@@ -330,30 +330,3 @@ def _dw_rc(rows, nch, khw, c0, merged, plan, lane=0):
     c = c + lane
     col = (c // c0) * khw * c0 + t * c0 + c % c0
     return np.where(valid, m, -1), np.where(valid, col, 0)
-
-
-def plan_from_nc1hwc0(chip, name, shape, c0, src_dtype, dst_dtype) -> TransPlan:
-    """(N, C1, H*W, C0) -> (N, C, H, W), dropping the padding channels of the last block: per
-    (n, c1) the block's positions of C0 channels become its channels' rows of positions (the
-    ``from_nd`` transpose for 16-bit data, else the Gather path)."""
-    n, c, hw = shape
-    c1 = ceil_div(c, c0)
-    in_e, out_e = ub_split(chip, src_dtype, dst_dtype)
-    plan = TransPlan(name, src_dtype, dst_dtype, in_e, out_e)
-    lim = max(16, min(in_e // round_up(c0, 16), out_e // c0) // 16 * 16)
-    pstep = min(hw, lim)
-    if plan.in_item == plan.out_item == 2 and c0 == C0_B16:
-        plan.vnchwconv = "from_nd"
-    for ni in range(n):
-        for k in range(c1):
-            cl = min(c0, c - k * c0)
-            for p0, pl in chunks(hw, pstep):
-                geometry = (((ni * c1 + k) * hw + p0) * c0, pl, cl, c0,
-                            (ni * c + k * c0) * hw + p0, 1, 0, cl, hw, pl)
-                if plan.vnchwconv:
-                    plan.pieces.append(Piece(*geometry, table=-1))
-                    continue
-                tab = plan.table(("5hd", pl, cl), lambda p=pl, q=cl: plan.offsets(
-                    p, q, _from_nd_rc(p, q, plan.out_pitch(p))))
-                plan.add(*geometry, table=tab)
-    return plan
