@@ -35,9 +35,10 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     wl = workload if hasattr(workload, "calls") else load_workload(workload)
     if batch is not None:
         wl = rescale(wl, batch)
-    specs = resolve_chips(chips)
+    loaded = _load_chips(chips)
+    specs = {name: spec for name, (spec, _) in loaded.items()}
+    product = {name: chip.product for name, (_, chip) in loaded.items()}
     pairs = [(call, chip) for call in wl.calls for chip in specs]
-    product = {chip: _product(spec) for chip, spec in specs.items()}
     todo = [i for i, (call, chip) in enumerate(pairs)
             if call.modelled and call.runs_on(product[chip])]
     points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
@@ -50,7 +51,7 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
         _none_ran(wl, list(specs), rows)
     result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,
               "formats": wl.formats, "rows": rows}
-    result.update(summarise(wl, list(specs), rows, specs))
+    result.update(summarise(wl, list(specs), rows, specs, product))
     result["provenance"] = provenance.stamp(specs.values())
     return result
 
@@ -64,27 +65,26 @@ def _none_ran(wl, chips: list, rows: list) -> None:
                       f"{first['chip']}: {first['status']}: {first['why']}")
 
 
-def _product(spec: str) -> str:
-    from npusim.chip import load_chip
-
-    return load_chip(spec).product
-
-
 def resolve_chips(chips) -> dict:
     """{model name: what to load it by (a name or a TOML path)}, each loaded and checked."""
+    return {name: spec for name, (spec, _) in _load_chips(chips).items()}
+
+
+def _load_chips(chips) -> dict:
+    """{model name: (what to load it by, the loaded Chip)}, each checked."""
     from npusim.chip import load_chip
 
-    specs = {}
+    loaded = {}
     for given in chips:
         if not isinstance(given, str | os.PathLike):
             raise NpusimError(f"chips: {given!r}: a chip name or a chip TOML file")
         spec = str(given)
         chip = load_chip(spec)
-        if chip.name in specs and specs[chip.name] != spec:
+        if chip.name in loaded and loaded[chip.name][0] != spec:
             raise NpusimError(f"--chips: two chip models are named {chip.name!r} "
-                              f"({specs[chip.name]}, {spec}); give each TOML its own name")
-        specs[chip.name] = spec
-    return specs
+                              f"({loaded[chip.name][0]}, {spec}); give each TOML its own name")
+        loaded[chip.name] = (spec, chip)
+    return loaded
 
 
 def _point(call, spec: str, chip: str) -> dict:

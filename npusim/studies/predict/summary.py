@@ -22,7 +22,9 @@ from npusim.studies.predict.step_accounting import KINDS, count
 from npusim.studies.validate.bands import total_band
 
 
-def summarise(wl, chips: list, rows: list, specs: dict | None = None) -> dict:
+def summarise(wl, chips: list, rows: list, specs: dict | None = None,
+              products: dict | None = None) -> dict:
+    """``products``: {chip: its product}, for the coverage of calls some products run."""
     common = common_calls(rows, chips)
     totals = {chip: chip_totals(rows, chip, common, (specs or {}).get(chip, chip))
               for chip in chips}
@@ -31,7 +33,7 @@ def summarise(wl, chips: list, rows: list, specs: dict | None = None) -> dict:
             r["share"] = r["total_us"] / totals[r["chip"]]["total_us"]
     return {"common_calls": common, "totals": totals, "excluded": excluded(rows, chips, common),
             "groups": {chip: groups(rows, chip, common) for chip in chips},
-            "coverage": coverage(wl, rows, _first_product(chips, specs)),
+            "coverage": coverage(wl, rows, (products or {}).get(chips[0]) if chips else None),
             "backing": backing(rows),
             "step": step_summary(rows, chips, common)}
 
@@ -96,12 +98,6 @@ def groups(rows: list, chip: str, common: list) -> list:
         g["calls"].append(r["call"])
         g["us"] += r["total_us"]
     return sorted(out.values(), key=lambda g: -g["us"])
-
-
-def _first_product(chips: list, specs) -> str | None:
-    from npusim.chip import load_chip
-
-    return load_chip((specs or {}).get(chips[0], chips[0])).product if chips else None
 
 
 def coverage(wl, rows: list, product: str | None = None) -> dict:
