@@ -8,6 +8,10 @@ activations kept in NC1HWC0" (``formats = "internal"``) leaves those out. Both c
 same discrete-event runs, attributed by kernel, not re-simulated.
 """
 
+from npusim.studies.predict.blocks import column, pct, time_num, us
+from npusim.studies.validate.steps import formats_us, rows_elsewhere, step_errors
+from npusim.studies.validate.steps import lines as row_lines
+
 
 def step_summary(rows: list, chips: list, common: list) -> dict:
     """{chip: {"phases": {phase: us}, "ops": {op: us}, "aclnn_us", "internal_us", "own"}}: on
@@ -22,17 +26,11 @@ def step_summary(rows: list, chips: list, common: list) -> dict:
             phase = r.get("phase") or "step"
             phases[phase] = phases.get(phase, 0.0) + r["total_us"]
             ops[r["op"]] = ops.get(r["op"], 0.0) + r["total_us"]
-        every = sum(_all_us(r) for r in mine)
-        conversions = sum(r["conversion_us"] * r["count"] for r in mine)
         out[chip] = {"phases": phases, "ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
-                     "aclnn_us": every, "internal_us": every - conversions,
+                     "aclnn_us": formats_us(mine, "aclnn"),
+                     "internal_us": formats_us(mine, "internal"),
                      "own": not common, "calls": len(mine)}
     return out
-
-
-def _all_us(row: dict) -> float:
-    """The call's time x count with every kernel counted, whatever the report's formats."""
-    return sum(k["us"] for k in row["kernels"]) * row["count"]
 
 
 def has_phases(workload) -> bool:
@@ -63,14 +61,12 @@ def step_blocks(result: dict) -> list:
 def measured_blocks(result: dict) -> list:
     """The whole-step rows of this workload (``npusim.studies.validate.steps``): each one's
     error at this batch, and the batches of the others."""
-    from npusim.studies.validate.steps import lines, rows_elsewhere, step_errors
-
     found, other = step_errors(result), rows_elsewhere(result)
     if not (found or other):
         return []
     out = [("h2", "The step against published whole-step measurements")]
     if found:
-        out.append(("ul", lines(found)))
+        out.append(("ul", row_lines(found)))
     if other:
         batches = sorted({r.batch for r in other})
         out.append(("p", f"{len(other)} more rows measure this workload at batch "
@@ -88,8 +84,6 @@ PHASE_ORDER = ("forward", "backward", "optimizer", "step")
 
 
 def _share_table(result: dict, key: str, what: str, order) -> tuple:
-    from npusim.studies.predict.blocks import column, pct, time_num
-
     chips, step = result["chips"], result["step"]
     every = {k: max(step[c][key].get(k, 0.0) for c in chips) for c in chips for k in step[c][key]}
     names = [k for k in (order or sorted(every, key=lambda k: -every[k])) if k in every]
@@ -107,8 +101,6 @@ def _share_table(result: dict, key: str, what: str, order) -> tuple:
 
 
 def _formats_table(result: dict) -> tuple:
-    from npusim.studies.predict.blocks import column, time_num
-
     chips, step = result["chips"], result["step"]
     head = ["formats", *(column(c, result["batch"]) for c in chips)]
     rows = [["aclnn: each call converts NCHW to NC1HWC0 and back (single-operator mode)",
@@ -122,8 +114,6 @@ def step_lines(result: dict) -> list:
     """The step's phases and both formats in a line per chip, for the command's output."""
     if "step" not in result or not has_phases(result["workload"]):
         return []
-    from npusim.studies.predict.blocks import us
-
     lines = []
     for chip in result["chips"]:
         s = result["step"][chip]
@@ -135,7 +125,4 @@ def step_lines(result: dict) -> list:
         own = f" (its own {s['calls']} calls: none runs on every chip)" if s["own"] else ""
         lines.append(f"{chip}: step{own} {us(whole)} = {parts}; formats aclnn "
                      f"{us(s['aclnn_us'])}, internal {us(s['internal_us'])}")
-    from npusim.studies.validate.steps import lines as row_lines
-    from npusim.studies.validate.steps import step_errors
-
     return lines + row_lines(step_errors(result))

@@ -74,6 +74,14 @@ def _row(entry: dict, where) -> StepRow:
     return row
 
 
+def formats_us(rows: list, formats: str) -> float:
+    """The rows' time x count with every kernel counted (``aclnn``), or without the
+    conversions of activations and gradients (``internal``), whatever formats they were
+    reported in."""
+    return sum(sum(k["us"] for k in r["kernels"] if formats == "aclnn" or not k["conversion"])
+               * r["count"] for r in rows)
+
+
 def predicted_ms(result: dict, row: StepRow):
     """(the step's time on the row's chip in its formats, in ms; None and why when the
     prediction cannot give it)."""
@@ -82,8 +90,7 @@ def predicted_ms(result: dict, row: StepRow):
         return None, f"{chip} not among the chips predicted"
     mine = [r for r in result["rows"] if r["chip"] == chip]
     every = [r for r in mine if r["status"] == "ok"]
-    us = sum(sum(k["us"] for k in r["kernels"] if row.formats == "aclnn" or not k["conversion"])
-             * r["count"] for r in every)
+    us = formats_us(every, row.formats)
     missing = [r["call"] for r in mine if r["status"] not in ("ok", "not on this product")]
     if not missing:
         return us / 1000.0, ""
