@@ -1,6 +1,7 @@
 """The case of aclnnAdd (equal shapes): inputs, flops and help."""
 
 from npusim.cases.common import OpCase, Param, random_array
+from npusim.cases.five_hd import elementwise
 from npusim.cases.relu import ELEMENTWISE_SWEEP, ELEMENTWISE_TILING
 
 
@@ -21,7 +22,7 @@ ADD = OpCase(
                "32x256x56x56",
     default_shape=(32, 256, 56, 56), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
-    make=_make, flops=_flops,
+    make=_make, flops=_flops, five_hd=elementwise("add", 2, "out"),
     params=(Param(name="alpha", parse=float, default="1",
                   help="other's factor: 1 runs Add; else Axpy (fp16, fp32) or Mul then Add "
                        "(bf16)"),),

@@ -8,6 +8,7 @@ save_invstd are the input's own batch statistics (fp32), as the forward would sa
 import numpy as np
 
 from npusim.cases.common import OpCase, Param, parse_mask, random_array
+from npusim.cases.five_hd import FiveHD
 from npusim.errors import NpusimError
 
 F32 = np.float32
@@ -54,6 +55,25 @@ def _make_backward(shape, dtype, params, rng):
                                               "output_mask": params["output_mask"]}
 
 
+def _run_5hd(args, kwargs, **options):
+    from npusim.ops.batch_norm.graph import batch_norm_5hd
+
+    return batch_norm_5hd(*args, **kwargs, **options)
+
+
+def _run_backward_5hd(args, kwargs, **options):
+    from npusim.ops.batch_norm.graph import batch_norm_backward_5hd
+
+    return batch_norm_backward_5hd(*args, **kwargs, **options)
+
+
+FIVE_HD = FiveHD(run=_run_5hd, outputs=lambda args, kwargs: {"output": args[0].shape[1]},
+                 kernels="BNTrainingReduce, BNTrainingUpdate on NC1HWC0")
+FIVE_HD_BACKWARD = FiveHD(run=_run_backward_5hd,
+                          outputs=lambda args, kwargs: {"gradInput": args[1].shape[1]},
+                          kernels="BNTrainingUpdateGrad, BNTrainingReduceGrad on NC1HWC0")
+
+
 BATCH_NORM = OpCase(
     name="batch_norm", aclnn="aclnnBatchNorm",
     summary="out = (input - mean) / sqrt(var + eps) x weight + bias per channel (training: "
@@ -66,7 +86,7 @@ BATCH_NORM = OpCase(
     params=(Param(name="momentum", parse=float, default="0.1",
                   help="weight of the batch statistics in the running ones"),
             Param(name="eps", parse=float, default="1e-5", help="added to the variance")),
-    golden_options=_golden_options, tiling_help=TILING,
+    golden_options=_golden_options, tiling_help=TILING, five_hd=FIVE_HD,
     sweep_example="--tiling tile=pow2:512:8192 --tiling buffer_num=1,2",
     notes="Atlas training series (and A2 when C < 64): TransData to NC1HWC0, BNTrainingReduce "
           "(per-channel sum and square sum), BNTrainingUpdate (normalise, save and running "
@@ -84,7 +104,7 @@ BATCH_NORM_BACKWARD = OpCase(
     params=(Param(name="eps", parse=float, default="1e-5", help="added to the variance"),
             Param(name="output_mask", parse=parse_mask, default="1,1,1",
                   help="which of gradInput, gradWeight, gradBias to return, e.g. 1,1,0")),
-    golden_options=_golden_options, tiling_help=TILING,
+    golden_options=_golden_options, tiling_help=TILING, five_hd=FIVE_HD_BACKWARD,
     sweep_example="--tiling tile=pow2:512:8192 --tiling buffer_num=1,2",
     notes="Both products: TransData of gradOut and input to NC1HWC0, BNTrainingUpdateGrad (the "
           "per-channel sums), BNTrainingReduceGrad (gradInput; gradWeight and gradBias from the "

@@ -57,6 +57,7 @@ class OpCase:
     largest_tensor: Callable | None = None
     atomic_outputs: tuple = ()   # outputs summed by GM atomic adds in simulated-time order:
     #                              checked within a summation-order bound, not bit for bit
+    five_hd: object = None    # its graph form on NC1HWC0 activations (cases/five_hd.FiveHD)
 
     def available(self) -> bool:
         """True when ``npusim.ops`` has the operator."""

@@ -5,7 +5,8 @@ backward with the same shape and params), inputs, flops and help."""
 import numpy as np
 
 from npusim.cases.common import OpCase, random_array
-from npusim.cases.convolution_backward import CONV_PARAMS, _per_dim, conv_geometry
+from npusim.cases.convolution_backward import CONV_PARAMS, _per_dim, conv_geometry, graph_scope
+from npusim.cases.five_hd import FiveHD
 
 FORWARD_PARAMS = tuple(p for p in CONV_PARAMS if p.name in (
     "weight", "stride", "padding", "dilation", "groups", "cube_math_type"))
@@ -39,6 +40,16 @@ def _flops(args, kwargs):
     return 2 * out[0] * int(np.prod(out[2:])) * weight.size
 
 
+def _run_5hd(args, kwargs, **options):
+    from npusim.ops.convolution.graph import convolution_5hd
+
+    return convolution_5hd(*args, **kwargs, **options)
+
+
+FIVE_HD = FiveHD(run=_run_5hd, outputs=lambda args, kwargs: {"output": args[1].shape[0]},
+                 applies=graph_scope, kernels="TransData(weight), Conv2D on NC1HWC0")
+
+
 CONVOLUTION_FORWARD = OpCase(
     name="convolution", aclnn="aclnnConvolution",
     summary="output = input ⋆ weight, the forward convolution (1-D, 2-D; groups 1, no bias)",
@@ -47,6 +58,7 @@ CONVOLUTION_FORWARD = OpCase(
     default_shape=(8, 64, 56, 56), demo_shape=(4, 64, 28, 28), quick_shape=(1, 16, 8, 8),
     dtypes=("float16", "float32", "bfloat16"), unit="cube",
     make=_make, flops=_flops, params=FORWARD_PARAMS, golden_options=_golden_options,
+    five_hd=FIVE_HD,
     sweep_example="--shape 4x64x28x28 --tiling base_m=pow2:32:128 --tiling base_n=pow2:32:256",
     examples=("--shape 32x3x224x224 --param weight=64x7 --param padding=3 --param stride=2",
               "--shape 32x1024x14x14 --param weight=256x1 --param padding=0",

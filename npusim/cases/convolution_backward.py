@@ -4,6 +4,7 @@
 import numpy as np
 
 from npusim.cases.common import OpCase, Param, parse_bool, parse_ints, parse_mask, random_array
+from npusim.cases.five_hd import FiveHD, four_d
 from npusim.errors import NpusimError
 
 
@@ -126,6 +127,31 @@ def _conv_flops(args, kwargs):
     return 2 * macs * (int(mask[0]) + int(mask[1])) + (dy.size if mask[2] else 0)
 
 
+def graph_scope(shape, dtype, params) -> str:
+    """"" when the convolutions' graph form (``ops/convolution/graph.py``) takes the call,
+    else why not."""
+    mask = params.get("output_mask", (True, True, False))
+    why = four_d(shape, dtype, params) or (
+        f"groups {params['groups']}" if params["groups"] != 1 else
+        f"{dtype} activations (the graph form is fp16 or bf16)"
+        if dtype not in ("float16", "bfloat16") else
+        "transposed" if params.get("transposed") else
+        "gradBias asked for (its ReduceSum reads NCHW)" if mask[2] else "")
+    return why
+
+
+def _run_5hd(args, kwargs, **options):
+    from npusim.ops.convolution.graph import convolution_backward_5hd
+
+    return convolution_backward_5hd(*args, **kwargs, **options)
+
+
+FIVE_HD = FiveHD(run=_run_5hd, outputs=lambda args, kwargs: {"gradInput": args[1].shape[1]},
+                 applies=graph_scope,
+                 kernels="TransData(weight), Conv2DBackpropInput and Conv2DBackpropFilter on "
+                         "NC1HWC0, TransData(gradWeight)")
+
+
 CONVOLUTION = OpCase(
     name="convolution_backward", aclnn="aclnnConvolutionBackward",
     summary="gradInput, gradWeight, gradBias of a 1-D, 2-D or 3-D convolution (3-D on Atlas "
@@ -135,7 +161,7 @@ CONVOLUTION = OpCase(
     default_shape=(8, 64, 56, 56), demo_shape=(4, 64, 28, 28), quick_shape=(1, 16, 8, 8),
     dtypes=("float16", "float32", "bfloat16"), unit="cube",
     make=_conv_make, flops=_conv_flops, params=CONV_PARAMS,
-    golden_options=_conv_golden_options,
+    golden_options=_conv_golden_options, five_hd=FIVE_HD,
     sweep_example="--shape 4x64x28x28 --tiling base_m=pow2:32:128 --tiling base_n=pow2:32:256",
     examples=("--shape 2x3x224x224 --param weight=64x7 --param padding=3 --param stride=2",
               "--shape 8x256x56 --param weight=256x5 --param padding=2   (1-D)",

@@ -1,6 +1,7 @@
 """The case of aclnnRelu: inputs, flops and help for the command."""
 
 from npusim.cases.common import OpCase, random_array
+from npusim.cases.five_hd import elementwise
 
 ELEMENTWISE_SWEEP = ("--tiling tile_length=pow2:1024:16384 --tiling buffer_num=1,2 "
                      "--tiling block_dim=16:48:16")
@@ -22,7 +23,7 @@ RELU = OpCase(
     shape_help="the shape of self (and out); ResNet-50's first ReLU at batch 32 is 32x64x112x112",
     default_shape=(32, 64, 56, 56), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
-    make=_make, flops=_flops,
+    make=_make, flops=_flops, five_hd=elementwise("relu", 1, "out"),
     sweep_example=ELEMENTWISE_SWEEP, tiling_help=ELEMENTWISE_TILING,
     notes="Elementwise, on the template kernel with SiluGrad's schedule (ops/elementwise): the "
           "roofline is the bytes in and out over the HBM bandwidth. bf16 on Atlas A2 only.")

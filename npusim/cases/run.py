@@ -54,22 +54,35 @@ class CaseRun:
 
 def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None,
              mode: str = "timed", seed: int = 0, trace: bool = True,
-             numerics: bool = True, sanitize: bool = True, check: bool = True) -> CaseRun:
+             numerics: bool = True, sanitize: bool = True, check: bool = True,
+             form: str = "aclnn") -> CaseRun:
     """Make seeded inputs, run ``case`` on ``chip`` and check it against the golden (not
     with ``numerics=False``: a timing-only run computes no outputs; not with ``check=False``:
-    the outputs are computed, the golden is not, and the run says so)."""
+    the outputs are computed, the golden is not, and the run says so). ``form="5hd"`` runs
+    the case's graph form (``npusim/cases/five_hd.py``) instead of its aclnn operator; its
+    NC1HWC0 outputs are read back as NCHW for the check."""
     chip = load_chip(chip)
     rng = np.random.default_rng(seed)
     args, kwargs = case.make(shape, dtype, params, rng)
     run = CaseRun(case=case, chip=chip, dtype=dtype, shape=shape, params=params, seed=seed,
                   args=args, kwargs=kwargs)
-    run.result = case.function()(*args, **kwargs, chip=chip, tiling=tiling or None, mode=mode,
-                                 trace=trace, numerics=numerics, sanitize=sanitize)
+    options = dict(chip=chip, tiling=tiling or None, mode=mode, trace=trace,
+                   numerics=numerics, sanitize=sanitize)
+    if form == "5hd":
+        if case.five_hd is None:
+            raise NpusimError(f"{case.name} has no graph form on NC1HWC0 (form 5hd); "
+                              "run it as aclnn does")
+        run.result = case.five_hd.run(args, kwargs, **options)
+    elif form == "aclnn":
+        run.result = case.function()(*args, **kwargs, **options)
+    else:
+        raise NpusimError(f"form {form!r}: aclnn or 5hd")
     if numerics and not check:
         run.checks = [("-", True, "not checked (--check off): outputs computed, not compared "
                        "with the golden")]
-    else:
-        run.checks = check_outputs(case, args, kwargs, run.result) if numerics else []
+    elif numerics:
+        seen = run.result if form == "aclnn" else case.five_hd.to_nchw(run.result, args, kwargs)
+        run.checks = check_outputs(case, args, kwargs, seen)
     return run
 
 

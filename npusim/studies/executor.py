@@ -4,7 +4,9 @@ A point is a plain dict: ``op``, ``chip``, ``shape``, ``dtype``, ``params`` (the
 texts), ``tiling`` (a dict of overrides, or None for the default), ``numerics`` (False: timing
 only, where the kernel allows it), ``check`` (compare the outputs with the golden), ``seed``,
 ``explain`` (record the critical path: its largest shares in ``path`` and, per kernel of the
-operator, its cycles by what in ``kernel_paths``).
+operator, its cycles by what in ``kernel_paths``), and optionally ``form`` (``"5hd"``: the
+case's graph form on NC1HWC0 activations, ``npusim/cases/five_hd.py``; absent: the aclnn
+operator).
 ``run_point`` turns it into a plain record (a timing-only point runs without the sanitizer,
 which does not change cycles, and without the golden unless it asks for a check; the run's
 memory is collected before the next point, as reference cycles hold its GM); any executor gives
@@ -75,7 +77,8 @@ def _run(point: dict, record: dict):
     run_args = (case, point["chip"], tuple(point["shape"]), point["dtype"], params)
     options = dict(tiling=point.get("tiling") or None, seed=point.get("seed", 0),
                    trace="path" if point.get("explain") else False,   # each kernel's path only
-                   check=bool(point.get("check")))     # the golden only when asked for
+                   check=bool(point.get("check")),     # the golden only when asked for
+                   form=point.get("form", "aclnn"))    # the graph form on NC1HWC0: "5hd"
     try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
         return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
     except NumericsRequiredError:
