@@ -25,7 +25,7 @@ phase = "backward"
 op = "convolution_backward"
 shape = "2x16x8x8"
 dtype = "float16"
-params = { weight = "16x3" }
+params = { weight = "16x3", output_mask = "1,1,0" }
 count = 1
 batch_dim = 0
 
@@ -66,13 +66,26 @@ def test_a_call_run_on_one_product_is_compared_and_counted_on_its_own(result):
     assert training == pytest.approx(by[(4, "atlas-training")]["total_us"])
 
 
-def test_the_phases_sum_to_the_headline_and_the_formats_differ_by_the_conversions(result):
+def test_the_phases_sum_to_the_headline_and_graph_mode_sums_the_graph_forms(result):
     for chip in result["chips"]:
         step, totals = result["step"][chip], result["totals"][chip]
         assert sum(step["phases"].values()) == pytest.approx(totals["total_us"])
         assert step["aclnn_us"] == pytest.approx(totals["total_us"])
-        assert step["aclnn_us"] - step["internal_us"] == pytest.approx(totals["conversion_us"])
-        assert totals["conversion_us"] > 0
+        rows = {r["call"]: r for r in result["rows"] if r["chip"] == chip
+                and r["status"] == "ok"}
+        assert step["internal_us"] == pytest.approx(
+            sum(r["internal_us"] * r["count"] for r in rows.values()))
+        conv = rows[2]          # its graph form ran: no TransData of an activation in it
+        assert conv["form"] == "5hd" and conv["internal_us"] < conv["aclnn_us"]
+        assert step["graph_calls"] == 1 and totals["conversion_us"] > 0
+        assert step["aclnn_us"] - step["internal_us"] == pytest.approx(
+            conv["aclnn_us"] - conv["internal_us"])
+        relu = rows[1]          # C = 64: the same kernels, one run for both formats
+        assert relu["form"] == "aclnn" and relu["internal_us"] == relu["aclnn_us"]
+        assert "converts no activation" in relu["form_why"]
+        optimizer = rows[3] if chip == "atlas-a2" else rows[4]
+        assert optimizer["form"] == "aclnn" and optimizer["form_why"].startswith(
+            "graph form not for this call" if chip == "atlas-a2" else "no graph form")
 
 
 def _row(**kw) -> StepRow:

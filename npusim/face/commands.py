@@ -52,7 +52,7 @@ def predict_command(args) -> int:
         bar = Bar(modelled, 0, label="predict")
         try:
             result = predict(wl, chips, jobs=args.jobs or default_jobs(), scheduler=client,
-                             on_record=lambda i, r: bar.step())
+                             on_record=lambda i, r: bar.step(), on_more=bar.grow)
         finally:
             bar.close()
             if client is not None:

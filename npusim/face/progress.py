@@ -74,6 +74,10 @@ class Bar:
             self.last = now
             self._show(now)
 
+    def grow(self, more: int) -> None:
+        """``more`` points added to the run (a prediction's graph forms)."""
+        self.total += more
+
     def _show(self, now: float) -> None:
         elapsed = now - self.start
         eta = elapsed / self.fresh * (self.total - self.done) if self.fresh else 0.0

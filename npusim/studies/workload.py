@@ -17,7 +17,8 @@ batch; the workload's ``batch`` says what that batch is (``batch_unit``: of what
 ``n / batch``; a call without one keeps its shape). ``formats`` is ``"aclnn"`` (the default:
 each call as its aclnn operator runs it, converting NCHW to the chip's formats and back) or
 ``"internal"`` (a framework that keeps activations and their gradients in NC1HWC0 between
-layers: the report leaves out those conversions, see ``npusim.studies.predict.study``).
+layers: each call with a graph form runs it on NC1HWC0 tensors, see
+``npusim.studies.predict.graph``); the report's step section gives both.
 ``[[unmodelled]]`` entries describe the layers of the step npusim does not run (``kind``,
 ``shape``, ``dtype``, ``count``, ``params``, ``note``, ``batch_dim``), for the share of the
 step's FLOPs and bytes the modelled calls cover (``npusim.studies.predict.step_accounting``).

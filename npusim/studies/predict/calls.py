@@ -6,12 +6,13 @@ kernel's critical path by what (``kernel_paths``: a pipe's work or a kind of wai
 kernel's launch and gap included). A kernel's time is its cycles plus the gap before it; the
 kernels' times sum to the call's simulated time.
 
-Formats. ``"aclnn"`` counts every kernel, as the aclnn operator runs them. ``"internal"``
-leaves out the kernels that convert activations and their gradients between NCHW and the
-chip's formats (``is_conversion``: a TransData kernel of any tensor but the weight and its
-gradient), with the gap before each: the remaining kernels' cycles are those of the same
-discrete-event run, attributed by name, not re-simulated (the left-out kernels' effect on the
-L2's contents is not modelled). ``left_out_us`` says what they took.
+Formats. A row has both: ``aclnn_us``, the call as its aclnn operator runs it (every kernel,
+the TransData of activations between NCHW and NC1HWC0 included), and ``internal_us``, the call
+in graph mode, activations kept in NC1HWC0: the time of its graph form's own run where it has
+one (``npusim.studies.predict.graph``), else of its aclnn run. ``form`` says which ran for
+the internal time (``5hd`` or ``aclnn``) and ``form_why`` why. The row's other fields (time,
+kernels, what limits it) are those of the run in the workload's formats. ``conversion_us`` is
+what the aclnn run's TransData of activations and gradients (``is_conversion``) took.
 """
 
 from npusim.studies.validate.bands import band
@@ -41,10 +42,11 @@ ELSEWHERE = "not on this product"
 
 
 def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None,
-             elsewhere: bool = False) -> dict:
+             elsewhere: bool = False, graph=None) -> dict:
     """The row of ``call`` on ``chip`` from its point's record (None: not modelled yet, or
     ``elsewhere``: the workload runs the call on other products only); ``spec``: what the chip
-    was loaded by (a name or TOML path), which its band checks."""
+    was loaded by (a name or TOML path), which its band checks; ``graph``: {"record": its
+    graph form's record or None, "why"} (``npusim.studies.predict.graph``)."""
     row = {"call": call.index, "note": call.note, "label": call_label(call), "op": call.op,
            "shape": "x".join(map(str, call.shape)), "dtype": call.dtype_for(chip),
            "params": call.params, "count": call.count, "chip": chip, "share": None,
@@ -59,43 +61,49 @@ def call_row(call, chip: str, rec, formats: str = "aclnn", spec=None,
         refused = "161002" in rec["error"] or "not supported" in rec["error"]
         return {**row, "status": "not supported" if refused else rec["status"],
                 "why": rec["error"]}
-    times = timed(rec, formats, call.count)
-    mine = [(k["op_type"], k["us"]) for k in times["kernels"] if not k["left_out"]]
+    graph = graph or {"record": None, "why": ""}
+    rec5 = graph["record"]
+    aclnn = timed(rec, call.count)
+    internal = timed(rec5, call.count) if rec5 else aclnn
+    mine_rec = rec5 if formats == "internal" and rec5 else rec
+    times = internal if formats == "internal" else aclnn
+    mine = [(k["op_type"], k["us"]) for k in times["kernels"]]
     return {**row, **times, "status": "ok", "kernel_us": mine,
-            "band": band(call.op, spec or chip, kernels=mine), "roofline": rec["bound"],
-            "bound_us": rec["bound_us"],
-            "bytes": rec["bytes"], "flops": rec["flops"], "busiest": busiest(rec),
-            "peak_bytes": rec["peak_bytes"], "wall_s": rec["wall_s"]}
+            "aclnn_us": aclnn["time_us"], "internal_us": internal["time_us"],
+            "conversion_us": aclnn["conversion_us"], "form": "5hd" if rec5 else "aclnn",
+            "form_why": graph["why"],
+            "band": band(call.op, spec or chip, kernels=mine), "roofline": mine_rec["bound"],
+            "bound_us": mine_rec["bound_us"],
+            "bytes": rec["bytes"], "flops": rec["flops"], "busiest": busiest(mine_rec),
+            "peak_bytes": mine_rec["peak_bytes"],
+            "wall_s": rec["wall_s"] + (rec5["wall_s"] if rec5 else 0.0)}
 
 
-def kernels(rec: dict, formats: str) -> list:
-    """[{name, op_type, us, left_out, path_us}] of the record's kernels (one call)."""
+def kernels(rec: dict) -> list:
+    """[{name, op_type, type, us, conversion, path_us}] of the record's kernels (one call)."""
     us_per_cycle = rec["time_us"] / rec["cycles"] if rec["cycles"] else 0.0
     paths = rec.get("kernel_paths") or [{} for _ in rec["kernels"]]
     out = []
     for k, path in zip(rec["kernels"], paths, strict=True):
         out.append({"name": k["name"], "op_type": k["op_type"], "type": kernel_type(k),
                     "us": (k["cycles"] + k.get("wait_cycles", 0)) * us_per_cycle,
-                    "left_out": formats == "internal" and is_conversion(k),
                     "conversion": is_conversion(k),
                     "path_us": {w: c * us_per_cycle for w, c in path.items()}})
     return out
 
 
-def timed(rec: dict, formats: str, count: int) -> dict:
-    """The row's times: one call's (``time_us``, the kernels kept), by kernel type and by
-    what limits it, x count, what the conversions take and what was left out."""
-    ks = kernels(rec, formats)
-    kept = [k for k in ks if not k["left_out"]]
+def timed(rec: dict, count: int) -> dict:
+    """One run's times: one call's (``time_us``: every kernel), by kernel type and by what
+    limits it, x count, and what its conversions of activations take."""
+    ks = kernels(rec)
     by_kernel, by_limit = {}, {}
-    for k in kept:
+    for k in ks:
         by_kernel[k["type"]] = by_kernel.get(k["type"], 0.0) + k["us"]
         for what, us in k["path_us"].items():
             by_limit[what] = by_limit.get(what, 0.0) + us
-    time_us = sum(k["us"] for k in kept)
+    time_us = sum(k["us"] for k in ks)
     bound, sentence = classify(by_limit, time_us, rec)
     return {"time_us": time_us, "total_us": time_us * count, "run_us": rec["time_us"],
-            "left_out_us": sum(k["us"] for k in ks if k["left_out"]),
             "conversion_us": sum(k["us"] for k in ks if k["conversion"]),
             "kernels": [{k2: v for k2, v in k.items() if k2 != "path_us"} for k in ks],
             "by_kernel": by_kernel, "by_limit": by_limit, "bound": bound, "why": sentence,

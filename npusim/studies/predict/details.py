@@ -109,19 +109,23 @@ def chip_table(result: dict, chip: str) -> list:
 
 
 def kernel_table(result: dict, chip: str) -> list:
-    """Each call's time (x count) on ``chip`` by kernel type, a column per type."""
+    """Each call's time (x count) on ``chip`` by kernel type, a column per type; with formats
+    internal, which form ran (graph form on NC1HWC0, or the aclnn run) and why, and the
+    call's time as aclnn runs it."""
     mine = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
     names = list(dict.fromkeys(k for r in mine for k in r["by_kernel"]))
     if not mine:
         return []
-    head = ["call", "layer", *names, "left out" if result["formats"] == "internal" else
-            "of which conversions", "x count"]
-    rows = [[str(r["call"]), r["label"],
-             *(time_num(r["by_kernel"][k] * r["count"]) if k in r["by_kernel"] else "-"
-               for k in names),
-             time_num((r["left_out_us"] if result["formats"] == "internal" else
-                       r["conversion_us"]) * r["count"]), time_num(r["total_us"])]
-            for r in mine]
+    internal = result["formats"] == "internal"
+    tail = ["form", "as aclnn runs it"] if internal else ["of which conversions"]
+    head = ["call", "layer", *names, *tail, "x count"]
+    rows = []
+    for r in mine:
+        end = ([f"{r['form']}: {r['form_why']}", time_num(r["aclnn_us"] * r["count"])]
+               if internal else [time_num(r["conversion_us"] * r["count"])])
+        rows.append([str(r["call"]), r["label"],
+                     *(time_num(r["by_kernel"][k] * r["count"]) if k in r["by_kernel"] else "-"
+                       for k in names), *end, time_num(r["total_us"])])
     return [("p", f"{chip}: each call's time x count by kernel"),
             ("table", f"kernels_{chip}", head, rows)]
 
@@ -145,11 +149,11 @@ def flags(result: dict) -> list:
 
 
 def method(result: dict) -> list:
-    how = ("Formats internal: the TransData kernels of activations and gradients are found in "
-           "each run's kernel list by name (a TransData of any tensor but the weight and its "
-           "gradient) and their time, with the stream's gap before each, is taken out; the "
-           "other kernels' cycles are those of the same discrete-event run (the L2's contents "
-           "those kernels left are not re-modelled). "
+    how = ("Formats internal: a call whose operator has a graph form (the convolutions, "
+           "batch norm, their gradients, the elementwise operators on activations) runs it on "
+           "NC1HWC0 tensors as its own timing-only run, without the TransData of activations "
+           "and gradients; a call without one, or whose aclnn run converts nothing, keeps its "
+           "aclnn run (the form column of each chip's kernel table says which and why). "
            if result["formats"] == "internal" else "")
     return [("h2", "How these numbers are made"),
             ("p", "Times are simulated device time from npusim's discrete-event runs, one "

@@ -51,23 +51,27 @@ def scope(result: dict) -> list:
 
 def formats_line(result: dict) -> str:
     chips, totals = result["chips"], result["totals"]
-    if not any(r["status"] == "ok" and r["conversion_us"] for r in result["rows"]):
+    ok = [r for r in result["rows"] if r["status"] == "ok"]
+    if not any(r["conversion_us"] or r["form"] == "5hd" for r in ok):
         return (f"Formats: {result['formats']}; no call of this workload converts "
                 "activations between formats (no TransData kernel in its runs), so the "
                 "formats do not change its times.")
+    graph = ", ".join(f"{us(totals[c]['internal_us'])} with {n(totals[c]['graph_calls'], 'call')}"
+                      f" run on NC1HWC0 on {c}" for c in chips)
     if result["formats"] == "internal":
-        cost = ", ".join(f"{us(totals[c]['left_out_us'])} on {c}" for c in chips)
-        return ("Formats: internal (activations and their gradients stay in NC1HWC0 between "
-                "layers): the TransData kernels converting them are left out of every time "
-                f"below; on the compared calls they took {cost} in the same runs (the weight's "
-                "conversions are kept).")
+        aclnn = ", ".join(f"{us(totals[c]['aclnn_us'])} on {c}" for c in chips)
+        return ("Formats: internal (graph mode: activations and their gradients stay in "
+                "NC1HWC0 between layers): each call with a graph form runs it on NC1HWC0 tensors "
+                "as its own simulated point, with no TransData of activations; the others run "
+                "as aclnn does (each call's form is in the tables per chip). The compared calls "
+                f"take {graph}; as aclnn runs them, {aclnn}.")
     cost = ", ".join(f"{us(totals[c]['conversion_us'])} "
                      f"({_share(totals[c]['conversion_us'], totals[c]['total_us'])} of the "
                      f"compared time) on {c}" for c in chips)
     return ("Formats: aclnn (each call converts NCHW to the chip's formats and back, as the "
             f"aclnn operator does): the activations' and gradients' TransData kernels take "
-            f"{cost}; a framework keeping NC1HWC0 between layers would not run them "
-            "(formats = \"internal\").")
+            f"{cost}; in graph mode, activations kept in NC1HWC0 (formats = \"internal\"), "
+            f"the compared calls take {graph}.")
 
 
 def _share(part: float, whole: float) -> str:

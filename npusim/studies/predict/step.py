@@ -2,13 +2,13 @@
 in both formats side by side.
 
 Computed over the calls every chip runs (``summary.common_calls``), from the same rows the
-headline sums. Formats: a row's kernels say which are conversions of activations and their
-gradients (``calls.is_conversion``); the step "as aclnn runs it" counts every kernel, "with
-activations kept in NC1HWC0" (``formats = "internal"``) leaves those out. Both come from the
-same discrete-event runs, attributed by kernel, not re-simulated.
+headline sums. Formats: the step "as aclnn runs it" sums each call's aclnn run; "with
+activations kept in NC1HWC0" (``formats = "internal"``, graph mode) sums each call's graph
+form, simulated as a point of its own on NC1HWC0 tensors where the call has one, else its aclnn
+run (``npusim.studies.predict.graph``). The phases and operators are in the workload's formats.
 """
 
-from npusim.studies.predict.blocks import column, pct, time_num, us
+from npusim.studies.predict.blocks import column, n, pct, time_num, us
 from npusim.studies.validate.steps import formats_us, rows_elsewhere, step_errors
 from npusim.studies.validate.steps import lines as row_lines
 
@@ -29,6 +29,7 @@ def step_summary(rows: list, chips: list, common: list) -> dict:
         out[chip] = {"phases": phases, "ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
                      "aclnn_us": formats_us(mine, "aclnn"),
                      "internal_us": formats_us(mine, "internal"),
+                     "graph_calls": sum(r["form"] == "5hd" for r in mine),
                      "own": not common, "calls": len(mine)}
     return out
 
@@ -105,8 +106,10 @@ def _formats_table(result: dict) -> tuple:
     head = ["formats", *(column(c, result["batch"]) for c in chips)]
     rows = [["aclnn: each call converts NCHW to NC1HWC0 and back (single-operator mode)",
              *(time_num(step[c]["aclnn_us"]) for c in chips)],
-            ["internal: activations and gradients stay in NC1HWC0 (graph mode)",
-             *(time_num(step[c]["internal_us"]) for c in chips)]]
+            ["internal: activations and gradients stay in NC1HWC0 (graph mode: each call's "
+             "graph form on NC1HWC0 where it has one)",
+             *(time_num(step[c]["internal_us"]) for c in chips)],
+            ["calls run in their graph form", *(str(step[c]["graph_calls"]) for c in chips)]]
     return ("table", "step_formats", head, rows)
 
 
@@ -124,5 +127,6 @@ def step_lines(result: dict) -> list:
                           for p in PHASE_ORDER if p in s["phases"])
         own = f" (its own {s['calls']} calls: none runs on every chip)" if s["own"] else ""
         lines.append(f"{chip}: step{own} {us(whole)} = {parts}; formats aclnn "
-                     f"{us(s['aclnn_us'])}, internal {us(s['internal_us'])}")
+                     f"{us(s['aclnn_us'])}, internal {us(s['internal_us'])} "
+                     f"({n(s['graph_calls'], 'call')} in their graph form on NC1HWC0)")
     return lines + row_lines(step_errors(result))

@@ -8,6 +8,10 @@ kernel and by what limits it on the critical path, and its error band;
 others are listed apart, with their time on the chips that run them) and counts the share of
 the step's FLOPs and bytes the modelled calls cover.
 
+Every call is predicted in both formats (``npusim.studies.predict.calls``): as its aclnn
+operator runs it, and in graph mode, activations kept in NC1HWC0, where a call with a graph
+form runs that form as a second point (``npusim.studies.predict.graph``).
+
 ``chips`` are chip model names or a user's chip TOML files (a row carries the model's name);
 ``batch`` rescales a workload whose calls declare a batch dimension
 (``npusim.studies.workload.rescale``). Predictions include what the simulator models and
@@ -22,6 +26,7 @@ from npusim.face import provenance
 from npusim.studies.executor import run_points
 from npusim.studies.predict.calls import call_row
 from npusim.studies.predict.calls import classify_record as classify  # noqa: F401 (sweep)
+from npusim.studies.predict.graph import run_graph_forms
 from npusim.studies.predict.summary import summarise
 from npusim.studies.workload import load_workload, rescale
 
@@ -29,9 +34,11 @@ CHIPS = ("atlas-training", "atlas-a2")
 
 
 def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=None,
-            batch: int | None = None) -> dict:
+            batch: int | None = None, on_more=None) -> dict:
     """{"workload", "chips", "rows", "totals", ...}: a row per (call, chip), in call order,
-    and the like-for-like summary (``npusim.studies.predict.summary``)."""
+    and the like-for-like summary (``npusim.studies.predict.summary``). ``on_record(i, rec)``
+    as each point finishes; ``on_more(n)`` when n graph-form points are added to the calls'
+    (``npusim.studies.predict.graph``)."""
     wl = workload if hasattr(workload, "calls") else load_workload(workload)
     if batch is not None:
         wl = rescale(wl, batch)
@@ -43,10 +50,18 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
             if call.modelled and call.runs_on(product[chip])]
     points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
     records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
+
+    def run_more(more: list) -> list:       # the graph forms' points, after the aclnn ones
+        if on_more is not None:
+            on_more(len(more))
+        return run_points(more, jobs=jobs, scheduler=scheduler, on_record=on_record)
+
+    forms = run_graph_forms(pairs, todo, records, points, run_more)
     rows = [call_row(call, chip, None, wl.formats, elsewhere=not call.runs_on(product[chip]))
             for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
-        rows[i] = call_row(*pairs[i], rec, wl.formats, spec=specs[pairs[i][1]])
+        rows[i] = call_row(*pairs[i], rec, wl.formats, spec=specs[pairs[i][1]],
+                           graph=forms[i])
     if not any(r["status"] == "ok" for r in rows):
         _none_ran(wl, list(specs), rows)
     result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,

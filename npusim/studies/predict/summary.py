@@ -5,8 +5,9 @@
 - ``excluded``: each other call, why each chip that does not run it does not, and its time on
   the chips that do (never summed into the comparison);
 - ``totals[chip]``: the common calls' time (``total_us``), its error band
-  (``npusim.studies.validate.bands.total_band``), the conversions' time, and the excluded
-  calls' time apart (``excluded_us``);
+  (``npusim.studies.validate.bands.total_band``), the conversions' time, the time in each
+  format (``aclnn_us``, ``internal_us``) and how many calls ran their graph form
+  (``graph_calls``), and the excluded calls' time apart (``excluded_us``);
 - ``groups[chip]``: the common calls grouped by the largest share of their critical path
   (``npusim.studies.predict.calls.limit_group``), for a summary in a few lines;
 - ``coverage``: the share of the step's FLOPs and bytes the modelled calls cover
@@ -65,8 +66,10 @@ def chip_totals(rows: list, chip: str, common: list, spec=None) -> dict:
             "excluded_us": sum(r["total_us"] for r in mine if r["call"] not in common),
             "missing": [r["call"] for r in rows if r["chip"] == chip
                         and r["status"] not in ("ok", ELSEWHERE)],
-            "left_out_us": sum(r["left_out_us"] * r["count"] for r in same),
             "conversion_us": sum(r["conversion_us"] * r["count"] for r in same),
+            "aclnn_us": sum(r["aclnn_us"] * r["count"] for r in same),
+            "internal_us": sum(r["internal_us"] * r["count"] for r in same),
+            "graph_calls": sum(r["form"] == "5hd" for r in same),
             "by_kernel": dict(sorted(by_kernel.items(), key=lambda kv: -kv[1])),
             "by_limit": dict(sorted(by_limit.items(), key=lambda kv: -kv[1]))}
 

@@ -75,11 +75,10 @@ def _row(entry: dict, where) -> StepRow:
 
 
 def formats_us(rows: list, formats: str) -> float:
-    """The rows' time x count with every kernel counted (``aclnn``), or without the
-    conversions of activations and gradients (``internal``), whatever formats they were
-    reported in."""
-    return sum(sum(k["us"] for k in r["kernels"] if formats == "aclnn" or not k["conversion"])
-               * r["count"] for r in rows)
+    """The rows' time x count as aclnn runs each call (``aclnn``) or in graph mode
+    (``internal``: each call's graph form where it has one, ``npusim.studies.predict.graph``),
+    whatever formats they were reported in."""
+    return sum(r[f"{formats}_us"] * r["count"] for r in rows)
 
 
 def predicted_ms(result: dict, row: StepRow):
