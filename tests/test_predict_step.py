@@ -131,5 +131,8 @@ def test_the_report_of_a_step_with_per_product_calls_is_written(result, tmp_path
         write_report(result, out)
     md = markdown(result)
     assert "The step: by phase, in both formats, by operator" in md
+    assert "calls run in their graph form" in md and "graph mode runs" in md
+    assert "| 5hd: graph form: TransData(weight), Conv2DBackpropInput" in md
+    assert "aclnn: its aclnn run converts no activation" in md
     assert "not on this product" in md
     assert (tmp_path / "out" / "layers.png").stat().st_size > 0

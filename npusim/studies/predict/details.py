@@ -109,24 +109,28 @@ def chip_table(result: dict, chip: str) -> list:
 
 
 def kernel_table(result: dict, chip: str) -> list:
-    """Each call's time (x count) on ``chip`` by kernel type, a column per type; with formats
-    internal, which form ran (graph form on NC1HWC0, or the aclnn run) and why, and the
-    call's time as aclnn runs it."""
+    """Each call's time (x count) on ``chip`` by kernel type, a column per type; then, in the
+    other format, its time x count, and which form ran in graph mode and why (its graph form
+    on NC1HWC0, or its aclnn run: ``npusim.studies.predict.graph``)."""
     mine = [r for r in result["rows"] if r["chip"] == chip and r["status"] == "ok"]
     names = list(dict.fromkeys(k for r in mine for k in r["by_kernel"]))
     if not mine:
         return []
     internal = result["formats"] == "internal"
-    tail = ["form", "as aclnn runs it"] if internal else ["of which conversions"]
-    head = ["call", "layer", *names, *tail, "x count"]
+    head = ["call", "layer", *names, "x count",
+            "as aclnn runs it, x count" if internal else "of which conversions",
+            *([] if internal else ["in graph mode, x count"]), "graph mode runs"]
     rows = []
     for r in mine:
-        end = ([f"{r['form']}: {r['form_why']}", time_num(r["aclnn_us"] * r["count"])]
-               if internal else [time_num(r["conversion_us"] * r["count"])])
+        other = ([time_num(r["aclnn_us"] * r["count"])] if internal else
+                 [time_num(r["conversion_us"] * r["count"]),
+                  time_num(r["internal_us"] * r["count"])])
         rows.append([str(r["call"]), r["label"],
                      *(time_num(r["by_kernel"][k] * r["count"]) if k in r["by_kernel"] else "-"
-                       for k in names), *end, time_num(r["total_us"])])
-    return [("p", f"{chip}: each call's time x count by kernel"),
+                       for k in names), time_num(r["total_us"]), *other,
+                     f"{r['form']}: {r['form_why']}"])
+    return [("p", f"{chip}: each call's time x count by kernel (formats {result['formats']}), "
+                  "and in the other formats"),
             ("table", f"kernels_{chip}", head, rows)]
 
 
