@@ -136,3 +136,25 @@ def test_the_report_of_a_step_with_per_product_calls_is_written(result, tmp_path
     assert "aclnn: its aclnn run converts no activation" in md
     assert "not on this product" in md
     assert (tmp_path / "out" / "layers.png").stat().st_size > 0
+
+
+def test_graph_forms_are_points_of_their_own_run_once_and_cached(tmp_path, monkeypatch):
+    """Only the call whose aclnn run converts activations (the convolution's gradient, on each
+    chip) adds a graph-form point; a second prediction reads every point from the cache."""
+    from npusim.studies import cache, executor
+
+    path = tmp_path / "wl.toml"
+    path.write_text(WORKLOAD)
+    added = []
+    first = predict(load_workload(path), jobs=1, on_more=added.append)
+    assert added == [2]
+    assert len(list(cache.cache_dir().glob("*/*.json"))) == 6 + 2   # six aclnn points (two
+    #                           calls x two chips, two one-product calls), two graph forms
+
+    def no_run(point):
+        raise AssertionError(f"simulated again: {point}")
+
+    monkeypatch.setattr(executor, "run_point", no_run)
+    second = predict(load_workload(path), jobs=1)
+    assert [r.get("internal_us") for r in second["rows"]] == \
+        [r.get("internal_us") for r in first["rows"]]
