@@ -153,12 +153,13 @@ def flags(result: dict) -> list:
 
 
 def method(result: dict) -> list:
-    how = ("Formats internal: a call whose operator has a graph form (the convolutions, "
-           "batch norm, their gradients, the elementwise operators on activations) runs it on "
-           "NC1HWC0 tensors as its own timing-only run, without the TransData of activations "
-           "and gradients; a call without one, or whose aclnn run converts nothing, keeps its "
-           "aclnn run (the form column of each chip's kernel table says which and why). "
-           if result["formats"] == "internal" else "")
+    graph = any(r["status"] == "ok" and r["form"] == "5hd" for r in result["rows"])
+    how = ("Graph mode (formats internal, and the step's second format): a call whose "
+           "operator has a graph form (the convolutions, batch norm, their gradients, the "
+           "elementwise operators on activations) runs it on NC1HWC0 tensors as its own "
+           "timing-only run, without the TransData of activations and gradients; a call "
+           "without one, or whose aclnn run converts nothing, keeps its aclnn run (the last "
+           "column of each chip's kernel table says which and why). " if graph else "")
     return [("h2", "How these numbers are made"),
             ("p", "Times are simulated device time from npusim's discrete-event runs, one "
                   "timing-only run per call and chip; a call's time is the sum of its "
