@@ -35,7 +35,7 @@ CROSS_ENTROPY_LOSS = OpCase(
     summary="logProbOut = log_softmax(input), lossOut = -weight[target] x logProb[target] "
             "(mean over the weights, sum, or per row); ignored rows zero",
     shape_help="N x C: input's shape (rows x classes); ResNet-50's loss at batch 32 is 32x1000",
-    default_shape=(32, 1000), demo_shape=(1024, 32000), quick_shape=(64, 1000),
+    default_shape=(32, 1000), demo_shape=(256, 32000), quick_shape=(64, 1000),
     dtypes=("float32", "float16", "bfloat16"), unit="vector",
     make=_make, flops=lambda args, kwargs: CE_FORWARD_OPS * args[0].size, params=CE_PARAMS,
     golden_options=_golden_options,
