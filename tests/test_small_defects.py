@@ -61,3 +61,15 @@ def test_inputs_of_an_empty_shape_warn_nothing(name, shape):
             assert "\n" not in str(exc)
         else:
             assert run.ok
+
+
+def test_loss_of_no_class_is_one_clear_error():
+    """cross_entropy_loss at N x 0 (fuzzer seed 20021) drew targets from an empty range inside
+    numpy ('high <= 0'); it is one NpusimError, as its gradient's case says."""
+    from npusim.cases import find_case
+    from npusim.cases.run import run_case
+    from npusim.errors import NpusimError
+
+    case = find_case("cross_entropy_loss")
+    with pytest.raises(NpusimError, match="at least 1"):
+        run_case(case, "atlas-a2", (64, 0), "float32", case.parse_params({}))

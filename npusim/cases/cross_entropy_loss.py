@@ -15,6 +15,9 @@ def _make(shape, dtype, params, rng):
         raise NpusimError(f"cross_entropy_loss: --shape is N x C (rows x classes), got "
                           f"{len(shape)} dimensions")
     n, c = shape
+    if c < 1:
+        raise NpusimError(f"cross_entropy_loss: shape {n}x{c} leaves no class to draw the "
+                          "targets from; C (the second dimension) must be at least 1")
     x = random_array(rng, shape, dtype)
     target = rng.integers(0, c, n, dtype=np.int64)
     target[::CE_IGNORED_EVERY] = params["ignore_index"]
