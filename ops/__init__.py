@@ -28,6 +28,8 @@ from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
 from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backward
 from npusim.ops.pooling.max_pool import max_pool2d_with_indices
 from npusim.ops.pooling.max_pool_backward import max_pool2d_with_indices_backward
+from npusim.ops.pooling.max_pool_mask import max_pool2d_with_mask
+from npusim.ops.pooling.max_pool_mask_backward import max_pool2d_with_mask_backward
 from npusim.ops.silu.backward import silu_backward
 from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
@@ -50,6 +52,8 @@ __all__ = [
     "moe_gating_top_k_softmax",
     "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward",
+    "max_pool2d_with_mask",
+    "max_pool2d_with_mask_backward",
     "moe_token_permute_grad",
     "muls",
     "moe_token_permute",

@@ -25,6 +25,7 @@ from npusim.golden.pooling import (
     max_pool2d_with_indices,
     max_pool2d_with_indices_backward,
 )
+from npusim.golden.pooling_mask import max_pool2d_with_mask, max_pool2d_with_mask_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
@@ -48,6 +49,8 @@ __all__ = [
     "moe_gating_top_k_softmax",
     "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward",
+    "max_pool2d_with_mask",
+    "max_pool2d_with_mask_backward",
     "moe_token_permute_grad",
     "muls",
     "moe_token_permute",

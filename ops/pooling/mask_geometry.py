@@ -48,8 +48,9 @@ class MaskPoolTiling:
 
     @property
     def p8(self) -> int:
-        """A slab's output positions, rounded up to 8 (whole 256-byte fp16 repeats)."""
-        return round_up(self.rows * self.ow, 8)
+        """A slab's output positions, rounded up to 16 (its mask bits fill whole 32-byte
+        blocks, which the DataCopyPad out reads)."""
+        return round_up(self.rows * self.ow, 16)
 
     @property
     def mask_slot(self) -> int:
@@ -87,7 +88,7 @@ def ub_bytes(pool, rows: int, backward: bool, buffer_num: int) -> int:
     taps = pool.kernel[0] * pool.kernel[1]
     pitch = pitch_of(pool)
     tile = in_rows_of(pool, rows, backward) * pitch * C0
-    p8 = round_up(rows * pool.out[1], 8) * C0
+    p8 = round_up(rows * pool.out[1], 16) * C0
     if backward:   # grad, mask rows (x bn); sel, selF; col (fp32), out rows (fp16)
         rows_mask = taps * rows * round_up(pool.out[1] * 2, 32)
         ow = pool.out[1] * C0

@@ -40,8 +40,6 @@ from npusim.dsl import (
     data_copy,
     data_copy_pad,
     get_block_idx,
-    set_flag,
-    wait_flag,
 )
 from npusim.dsl import vector as vec
 from npusim.engine.sequence import OpRun
@@ -105,17 +103,14 @@ class MaxPoolWithArgmaxV1Kernel(Kernel):
             for j in range(t.slabs):
                 r0 = j * t.rows
                 rows = min(t.rows, t.oh - r0)
-                self.copy_in(plane, r0)
-                self.compute(rows)
+                valid = self.copy_in(plane, r0)
+                self.compute(rows, valid)
                 self.copy_out(plane, r0, rows)
 
-    def copy_in(self, plane: int, r0: int):
-        """The slab's padded rows: -65504 everywhere, then the input rows that exist."""
+    def copy_in(self, plane: int, r0: int) -> tuple:
+        """The slab's input rows that exist, at their padded places; returns (first, end)."""
         t = self.t
         tile = self.in_que.alloc_tensor("float16")
-        vec.duplicate(tile, PAD_FP16, t.in_rows * t.pitch * C0)
-        set_flag("V_MTE2", 0)
-        wait_flag("V_MTE2", 0)
         top = r0 * t.sh - t.ph                  # the input row of the tile's first row
         a, b = max(0, -top), min(t.in_rows, t.h - top)
         if b > a:
@@ -123,6 +118,26 @@ class MaxPoolWithArgmaxV1Kernel(Kernel):
                       DataCopyParams(block_count=b - a, block_len=t.w, src_stride=0,
                                      dst_stride=t.pitch - t.w))
         self.in_que.enque(tile)
+        return a, max(a, b)
+
+    def fill_pad(self, tile, valid: tuple) -> None:
+        """-65504 everywhere the input rows did not land: the rows above, the gaps between the
+        rows (right padding, then the next row's left padding), the rest of the tile."""
+        t = self.t
+        a, b = valid
+        if b == a:
+            vec.duplicate(tile, PAD_FP16, t.in_rows * t.pitch * C0)
+            return
+        if a * t.pitch + t.pw:
+            vec.duplicate(tile, PAD_FP16, (a * t.pitch + t.pw) * C0)
+        gap = t.pitch - t.w
+        for g0 in range(0, gap if b - a > 1 else 0, 8):
+            vec.duplicate(tile[(a * t.pitch + t.pw + t.w + g0) * C0], PAD_FP16,
+                          repeat=vec.RepeatParams(mask=min(8, gap - g0) * C0,
+                                                  repeat_times=b - 1 - a, dst_rep_stride=t.pitch))
+        end = (b - 1) * t.pitch + t.pw + t.w
+        if end < t.in_rows * t.pitch:
+            vec.duplicate(tile[end * C0], PAD_FP16, (t.in_rows * t.pitch - end) * C0)
 
     def img2col(self, tile, cand, rows: int) -> None:
         t = self.t
@@ -132,9 +147,10 @@ class MaxPoolWithArgmaxV1Kernel(Kernel):
                 strided_copy(cand[k * self.n + r * t.ow * C0],
                              tile[((r * t.sh + a) * t.pitch + b) * C0], t.ow, t.sw)
 
-    def compute(self, rows: int):
+    def compute(self, rows: int, valid: tuple):
         t, n = self.t, self.n
         tile, cand = self.in_que.deque(), self.buf("cand")
+        self.fill_pad(tile, valid)
         self.img2col(tile, cand, rows)
         self.in_que.free_tensor(tile)
         mx = self.out_que.alloc_tensor("float16")
