@@ -35,6 +35,7 @@ from npusim.cases.moe_token_permute import (
 )
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.muls import MULS
+from npusim.cases.nll_loss import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, NLL_LOSS, NLL_LOSS_BACKWARD
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
@@ -56,6 +57,8 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       MAX_POOL2D_WITH_INDICES,
                                       MAX_POOL2D_WITH_INDICES_BACKWARD,
                                       MAX_POOL2D_WITH_MASK, MAX_POOL2D_WITH_MASK_BACKWARD,
+                                      LOG_SOFTMAX, NLL_LOSS, NLL_LOSS_BACKWARD,
+                                      LOG_SOFTMAX_BACKWARD,
                                       # the MoE layer's operators (issue 41)
                                       GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX,
                                       MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,

@@ -19,6 +19,7 @@ from npusim.golden.moe_token_permute import moe_token_permute
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.moe_token_unpermute import moe_token_unpermute
 from npusim.golden.moe_token_unpermute_grad import moe_token_unpermute_grad
+from npusim.golden.nll_loss import log_softmax, log_softmax_backward, nll_loss, nll_loss_backward
 from npusim.golden.pooling import (
     adaptive_avg_pool2d,
     adaptive_avg_pool2d_backward,
@@ -45,6 +46,8 @@ __all__ = [
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
+    "log_softmax",
+    "log_softmax_backward",
     "matmul",
     "moe_gating_top_k_softmax",
     "max_pool2d_with_indices",
@@ -53,6 +56,8 @@ __all__ = [
     "max_pool2d_with_mask_backward",
     "moe_token_permute_grad",
     "muls",
+    "nll_loss",
+    "nll_loss_backward",
     "moe_token_permute",
     "moe_token_permute_grad",
     "moe_token_unpermute",
