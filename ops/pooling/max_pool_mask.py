@@ -14,10 +14,11 @@ GM starts at 0). Padding reads -65504 (TBE's MIN_VALUE_FP16), as do the channels
 (their values are 0, their bits set at the first tap inside the input).
 
 The kernel here (``MaxPoolWithArgmaxV1Kernel``): N x C1 planes split over the cores; per slab of
-output rows (``mask_geometry.py``): the padded input rows in (the tile filled with -65504, then
-the rows that exist by DataCopy), per tap and output row a strided copy of the candidates into
-a dense img2col tile (block stride = stride W), a Max chain over the taps, then per tap
-Compare EQ with the maximum and the first-tap rule, the maximum and the mask bits out.
+output rows (``mask_geometry.py``): the input rows that exist in by DataCopy at their padded
+places, the rest of the tile filled with -65504 (the rows above and below, the gaps between
+rows), per tap and output row a strided copy of the candidates into a dense img2col tile
+(block stride = stride W), a Max chain over the taps, then per tap Compare EQ with the maximum
+and the first-tap rule, the maximum and the mask bits out.
 
 Not modelled: CANN's Load3D of the img2col tile from L1 on MTE1 (npusim has no Load3D to UB;
 the copy runs on the vector unit here), its cut-H/W and ResNet-50 special templates, and the
