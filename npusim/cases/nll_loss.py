@@ -23,9 +23,9 @@ NOTES = ("Atlas training series (CANN runs it on A2 too, with other kernels: not
 
 
 def _rows(name, shape):
-    if len(shape) != 2:
-        raise NpusimError(f"{name}: --shape is N x C (rows x classes), got {len(shape)} "
-                          "dimensions")
+    if len(shape) != 2 or min(shape) <= 0:
+        raise NpusimError(f"{name}: --shape is N x C (rows x classes, each > 0), got "
+                          f"{'x'.join(map(str, shape))}")
     return shape
 
 
