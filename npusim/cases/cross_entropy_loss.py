@@ -49,5 +49,6 @@ CROSS_ENTROPY_LOSS = OpCase(
     notes="Reads input once (a row that fits UB) and writes logProbOut, so the roofline is "
           "those bytes over the HBM bandwidth. Atlas A2 only; mean and sum add per-core "
           "partials through a workspace after SyncAll, in a fixed order (deterministic). "
-          "torch's F.cross_entropy on NPU runs aclnnLogSoftmax + aclnnNLLLoss instead (not "
-          "modelled); torch_npu.npu_cross_entropy_loss runs this operator.")
+          "torch's F.cross_entropy on NPU runs aclnnLogSoftmax + aclnnNLLLoss instead (modelled "
+          "on the training series: log_softmax, nll_loss); torch_npu.npu_cross_entropy_loss "
+          "runs this operator.")
