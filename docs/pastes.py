@@ -5,9 +5,10 @@ a command, the lines after it (to the next ``$`` line or the fence) what it prin
 output, and its standard error when it fails (progress lines are left out). A line ``...`` alone
 stands for lines left out: the page keeps the first lines before it and the last lines after it.
 
-Wall-clock figures (``0.3 s``, ``49 s``) are not compared: they change from run to run. An HTML
-comment on the line before the fence marks a block: ``<!--paste: slow-->`` runs only with
-``NPUSIM_SLOW=1`` (the test suite skips it otherwise).
+Wall-clock figures (``0.3 s``, ``49 s``), a report's date (``2026-11-27 18:38 UTC``) and the
+folder a chip file was read from are not compared: they change from run to run and from one
+checkout to another. An HTML comment on the line before the fence marks a block: ``<!--paste:
+slow-->`` runs only with ``NPUSIM_SLOW=1`` (the test suite skips it otherwise).
 
     python docs/pastes.py                 # list the blocks that differ (exit 1 if any)
     python docs/pastes.py --write         # rewrite them with what the commands print now
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"(?P<mark><!--paste: (?P<kind>[\w-]+)-->\n)?```text\n(?P<body>.*?)```",
                    re.S)
 WALL = re.compile(r"\b\d+(?:\.\d+)? ?(?:s|min)\b")
+STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\b")   # a report's provenance date
+CHECKOUT = re.compile(r"(?<=\()/[^()\s]*/(?=models/)")   # (/any/checkout/models/x.toml)
 ELIDED = "..."
 TIMEOUT_S = 1800
 
@@ -91,7 +94,8 @@ def run(command: str) -> list[str]:
 
 
 def _plain(lines: list[str]) -> list[str]:
-    return [WALL.sub("# s", line.rstrip()) for line in lines]
+    return [CHECKOUT.sub("", STAMP.sub("DATE", WALL.sub("# s", line.rstrip())))
+            for line in lines]
 
 
 def _cut(shown: list[str]) -> tuple[int, int | None]:

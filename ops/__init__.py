@@ -10,8 +10,10 @@ from npusim.ops.batch_norm.forward import batch_norm
 from npusim.ops.catlass.matmul import catlass_matmul
 from npusim.ops.convolution.backward import convolution_backward
 from npusim.ops.convolution.forward import convolution
+from npusim.ops.cross_entropy.log_softmax import log_softmax, log_softmax_backward
 from npusim.ops.cross_entropy.loss import cross_entropy_loss
 from npusim.ops.cross_entropy.loss_grad import cross_entropy_loss_grad
+from npusim.ops.cross_entropy.nll_loss import nll_loss, nll_loss_backward
 from npusim.ops.elementwise.operators import add, muls, relu, threshold_backward
 from npusim.ops.embedding.dense_backward import embedding_dense_backward
 from npusim.ops.foreach.operators import foreach_add_list_v2, foreach_mul_scalar_v2
@@ -28,6 +30,8 @@ from npusim.ops.pooling.adaptive_avg import adaptive_avg_pool2d
 from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backward
 from npusim.ops.pooling.max_pool import max_pool2d_with_indices
 from npusim.ops.pooling.max_pool_backward import max_pool2d_with_indices_backward
+from npusim.ops.pooling.max_pool_mask import max_pool2d_with_mask
+from npusim.ops.pooling.max_pool_mask_backward import max_pool2d_with_mask_backward
 from npusim.ops.silu.backward import silu_backward
 from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
@@ -46,12 +50,18 @@ __all__ = [
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
+    "log_softmax",
+    "log_softmax_backward",
     "matmul",
     "moe_gating_top_k_softmax",
     "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward",
+    "max_pool2d_with_mask",
+    "max_pool2d_with_mask_backward",
     "moe_token_permute_grad",
     "muls",
+    "nll_loss",
+    "nll_loss_backward",
     "moe_token_permute",
     "moe_token_permute_grad",
     "moe_token_unpermute",

@@ -96,30 +96,56 @@ def build() -> Step:
     step = Step()
     image = (BATCH, 3, 224, 224)
     stem = conv_bn(step, image, 64, 7, 2, "stem 7x7/2")
-    step.add("forward", "max_pool2d_with_indices", stem, "stem max pool 3x3/2",
-             {"kernel_size": "3", "stride": "2", "padding": "1"})
+    pool = {"kernel_size": "3", "stride": "2", "padding": "1"}
+    step.calls.append(("forward", "max_pool2d_with_indices", "x".join(map(str, stem)), ACT,
+                       tuple(sorted(pool.items())), "stem max pool 3x3/2", 0, 1,
+                       ("atlas-a2",)))
+    step.calls.append(("forward", "max_pool2d_with_mask", "x".join(map(str, stem)), ACT,
+                       tuple(sorted(pool.items())),
+                       "stem max pool 3x3/2 (the training series: a bit mask)", 0, 1,
+                       ("atlas-training",)))
     for b in blocks():
         bottleneck(step, *b)
     step.add("forward", "adaptive_avg_pool2d", (BATCH, 2048, 7, 7), "global average pool")
     step.add("forward", "matmul", (BATCH, 1000, 2048), "fc 2048->1000",
              {"mat2": "transposed"})
     step.params += [("fc", 1000 * 2048), ("fc", 1000)]
-    step.add("forward", "cross_entropy_loss", (BATCH, 1000), "the loss: log-softmax and NLL",
-             {"reduction": "mean"}, dtype="float32")
+    loss = "x".join(map(str, (BATCH, 1000)))
+    step.calls.append(("forward", "cross_entropy_loss", loss, "float32",
+                       (("reduction", "mean"),), "the loss: log-softmax and NLL", 0, 1,
+                       ("atlas-a2",)))
+    step.calls.append(("forward", "log_softmax", loss, "float32", (),
+                       "the loss's log-softmax (the training series)", 0, 1,
+                       ("atlas-training",)))
+    step.calls.append(("forward", "nll_loss", loss, "float32", (("reduction", "mean"),),
+                       "the loss's NLL (the training series)", 0, 1, ("atlas-training",)))
     loss_backward(step)
     for b in reversed(blocks()):
         bottleneck_backward(step, *b)
-    step.add("backward", "max_pool2d_with_indices_backward", stem,
-             "stem max pool's gradient (fp32: the only dtype CANN's A2 kernel takes)",
-             {"kernel_size": "3", "stride": "2", "padding": "1"}, dtype="float32")
+    step.calls.append(("backward", "max_pool2d_with_indices_backward", "x".join(map(str, stem)),
+                       "float32", tuple(sorted(pool.items())),
+                       "stem max pool's gradient (fp32: the only dtype CANN's A2 kernel takes)",
+                       0, 1, ("atlas-a2",)))
+    step.calls.append(("backward", "max_pool2d_with_mask_backward", "x".join(map(str, stem)),
+                       ACT, tuple(sorted(pool.items())),
+                       "stem max pool's gradient (the training series, by the mask)", 0, 1,
+                       ("atlas-training",)))
     conv_bn_backward(step, image, 64, 7, 2, "stem 7x7/2", dx=False)
     optimizer(step)
     return step
 
 
 def loss_backward(step):
-    step.add("backward", "cross_entropy_loss_grad", (BATCH, 1000), "the loss's gradient",
-             {"reduction": "mean"}, dtype="float32")
+    loss = "x".join(map(str, (BATCH, 1000)))
+    step.calls.append(("backward", "cross_entropy_loss_grad", loss, "float32",
+                       (("reduction", "mean"),), "the loss's gradient", 0, 1,
+                       ("atlas-a2",)))
+    step.calls.append(("backward", "nll_loss_backward", loss, "float32",
+                       (("reduction", "mean"),), "the NLL's gradient (the training series)", 0,
+                       1, ("atlas-training",)))
+    step.calls.append(("backward", "log_softmax_backward", loss, "float32", (),
+                       "the log-softmax's gradient (the training series)", 0, 1,
+                       ("atlas-training",)))
     step.add("backward", "matmul", (BATCH, 2048, 1000), "fc's gradient by its input",
              {"mat2": "plain"})
     step.add("backward", "matmul", (1000, 2048, BATCH), "fc's gradient by its weight",
@@ -185,10 +211,12 @@ gradient) and the optimizer (SGD with momentum 0.9 and weight decay 1e-4 over th
 tensors, 25,557,032 fp32 parameters: as torch_npu runs torch.optim.SGD, its foreach kernels on \
 Atlas A2 and one aclnnAdd or aclnnMuls a tensor on the training series, which has no foreach \
 kernels; products = [...] says which calls each runs). The loss's forward \
-(aclnnCrossEntropyLoss) and gradient are Atlas A2 only in CANN: the training series does not \
-run them here (MindSpore runs its own SoftmaxCrossEntropyWithLogits there, not modelled), nor \
-the max pool and its gradient (aclnnMaxPool2dWithIndices is A2 only; torch_npu runs \
-MaxPool2dWithMask on the training series, not modelled). \
+(aclnnCrossEntropyLoss) and gradient are Atlas A2 only in CANN: the training series runs the \
+loss as torch's cross_entropy runs there, aclnnLogSoftmax and aclnnNLLLoss, backward \
+aclnnNLLLossBackward and aclnnLogSoftmaxBackward. The stem's max pool and its gradient \
+(aclnnMaxPool2dWithIndices and its backward, A2 only) run on the training series as torch_npu \
+runs them there: aclnnMaxPool2dWithMask and its backward (fp16, a bit mask for the \
+indices). \
 Each call says its phase; identical calls are merged with a count. \
 Generated from the architecture by tests/resnet50_step.py (python tests/resnet50_step.py \
 rewrites it), which a test holds it to. batch_dim marks each call's batch dimension, so npusim \

@@ -152,6 +152,12 @@ def test_the_paste_check_finds_a_stale_block_and_rewrites_it(tmp_path):
     assert again.shown == [printed[0], "..."] and not PASTES.differs(again, printed)
     timed = PASTES.Paste(page, "npusim x", ["took 4.3 s"], False)
     assert not PASTES.differs(timed, ["took 49 s"]) and PASTES.differs(timed, ["took 49 us"])
+    made = PASTES.Paste(page, "npusim x", ["on 2026-11-27 18:38 UTC; chip files: atlas-a2 "
+                                           "(/work/main/models/atlas-a2.toml) sha256 d95c"], False)
+    assert not PASTES.differs(made, ["on 2026-11-28 01:02 UTC; chip files: atlas-a2 "
+                                     "(/tmp/clone/models/atlas-a2.toml) sha256 d95c"])
+    assert PASTES.differs(made, ["on 2026-11-28 01:02 UTC; chip files: atlas-a2 "
+                                 "(/tmp/clone/models/atlas-a2.toml) sha256 0000"])
 
 
 def test_every_page_with_a_command_block_is_checked():

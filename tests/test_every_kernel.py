@@ -345,6 +345,41 @@ def max_pool(chip, backward=False, **options):
     return ops.max_pool2d_with_indices_backward(dy, x, idx, chip=chip, **window, **options)
 
 
+def max_pool_mask(chip, backward=False, **options):
+    """Cast, TransData, MaxPoolWithArgmaxV1 / MaxPoolGradWithArgmaxV1 (the training series):
+    FLOAT in, slabs of 2 rows."""
+    if npusim.load_chip(chip).product != "atlas-training":
+        pytest.skip("npusim models aclnnMaxPool2dWithMask on the training series only")
+    rng = np.random.default_rng(25)
+    x = rng.standard_normal((2, 18, 9, 11)).astype(np.float32)
+    window = dict(kernel_size=[3], stride=[2], padding=[1], tiling={"rows": 2})
+    if not backward:
+        return ops.max_pool2d_with_mask(x, chip=chip, **window, **options)
+    fwd = ops.max_pool2d_with_mask(x, chip=chip, **window)
+    dy = rng.standard_normal(fwd.outputs["out"].shape).astype(np.float32)
+    return ops.max_pool2d_with_mask_backward(dy, x, fwd.outputs["indices"], chip=chip,
+                                             **window, **options)
+
+
+def loss_910(chip, which="log_softmax", **options):
+    """LogSoftmaxV2, NLLLoss (mean: SyncAll, the workspace), NLLLossGrad, LogSoftmaxGrad (the
+    training series)."""
+    if npusim.load_chip(chip).product != "atlas-training":
+        pytest.skip("npusim models the training series' loss there only")
+    rng = np.random.default_rng(26)
+    x = rng.standard_normal((40, 300)).astype(np.float32)
+    t = rng.integers(0, 300, 40).astype(np.int64)
+    w = rng.uniform(0.5, 2, 300).astype(np.float32)
+    one = np.ones(1, np.float32)
+    calls = {"log_softmax": lambda: ops.log_softmax(x, 1, chip=chip, **options),
+             "nll_loss": lambda: ops.nll_loss(x, t, w, 1, chip=chip, **options),
+             "nll_loss_backward": lambda: ops.nll_loss_backward(one, x, t, w, 1, -100, one,
+                                                                chip=chip, **options),
+             "log_softmax_backward": lambda: ops.log_softmax_backward(x, x, 1, chip=chip,
+                                                                      **options)}
+    return calls[which]()
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -399,6 +434,14 @@ KERNELS = {
     "max_pool2d_with_indices: MaxPool3DWithArgmaxV2": max_pool,
     "max_pool2d_with_indices_backward: MaxPool3DGradWithArgmax":
         lambda chip, **o: max_pool(chip, True, **o),
+    "max_pool2d_with_mask: Cast, TransData, MaxPoolWithArgmaxV1": max_pool_mask,
+    "max_pool2d_with_mask_backward: MaxPoolGradWithArgmaxV1":
+        lambda chip, **o: max_pool_mask(chip, True, **o),
+    "log_softmax: LogSoftmaxV2": loss_910,
+    "nll_loss mean: NLLLoss": lambda chip, **o: loss_910(chip, "nll_loss", **o),
+    "nll_loss_backward: NLLLossGrad": lambda chip, **o: loss_910(chip, "nll_loss_backward", **o),
+    "log_softmax_backward: LogSoftmaxGrad":
+        lambda chip, **o: loss_910(chip, "log_softmax_backward", **o),
 }
 
 

@@ -125,9 +125,10 @@ def test_the_studies_reach_operators_only_through_the_registry():
 # Which operator families an ``ops/`` family may import, beside ``ops.common``: the
 # convolution launches TransData around its cube kernels (kernels.md §2(b)); matmul runs its GEMM
 # on the CATLASS-shaped kernel of ops/catlass (reused, not copied); the (1, 1) adaptive average
-# pool's backward runs aclnn's Fill on the elementwise template.
+# pool's backward runs aclnn's Fill on the elementwise template; the training series' max pool
+# (aclnnMaxPool2dWithMask) runs TransData around its NC1HWC0 kernels.
 FAMILY_USES = {"batch_norm": {"transdata"}, "convolution": {"transdata"}, "matmul": {"catlass"},
-               "pooling": {"elementwise"}}
+               "pooling": {"elementwise", "transdata"}}
 
 
 def family(module: str) -> str | None:

@@ -160,6 +160,8 @@ def test_grad_rules_are_161002(y, x, match):
     ({"tile_length": 100}, "multiple of 16"),
     ({"tile_length": 1 << 20}, "at most"),
     ({"block_dim": 49}, "allowed 1 to 48"),
+    ({"block_dim": 0}, "allowed 1 to 48"),        # fuzzer seed 26335: a division by zero
+    ({"block_dim": -3}, "allowed 1 to 48"),
     ({"buffer_num": 3}, "allowed 1 or 2"),
     ({"chunks": 2}, "derived from the shape"),
     ({"tile": 2}, "unknown tiling field"),
@@ -167,6 +169,9 @@ def test_grad_rules_are_161002(y, x, match):
 def test_bad_overrides_say_why(override, match):
     with pytest.raises(TilingError, match=match):
         ops.swi_glu(np.ones((100, 512), np.float16), tiling=override)
+    with pytest.raises(TilingError, match=match):
+        ops.swi_glu_grad(np.ones((17, 1), np.float16), np.ones((17, 2), np.float16),
+                         tiling=override)
 
 
 # --- timing ----------------------------------------------------------------------------------

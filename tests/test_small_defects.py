@@ -39,3 +39,37 @@ def test_lesson_one_prints_whole_trace_lines(tmp_path):
     assert len(trace) == 12
     assert all(line.rstrip().endswith(("issued", "id 0", "until " + line.split()[-1]))
                or line.strip().startswith("issue") for line in trace), trace
+
+
+@pytest.mark.parametrize("name, shape", [("rms_norm_grad", (0, 4)), ("rms_norm_grad", (3, 0)),
+                                         ("batch_norm_backward", (2, 4, 0, 0))])
+def test_inputs_of_an_empty_shape_warn_nothing(name, shape):
+    """A maker that takes saved statistics over an empty axis (found by the fuzzer: 'Mean of
+    empty slice' on stderr) gives NaN values quietly; the run ends or says one NpusimError."""
+    import warnings
+
+    from npusim.cases import find_case
+    from npusim.cases.run import run_case
+    from npusim.errors import NpusimError
+
+    case = find_case(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            run = run_case(case, "atlas-a2", shape, case.dtypes[0], case.parse_params({}))
+        except NpusimError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert run.ok
+
+
+def test_loss_of_no_class_is_one_clear_error():
+    """cross_entropy_loss at N x 0 (fuzzer seed 20021) drew targets from an empty range inside
+    numpy ('high <= 0'); it is one NpusimError, as its gradient's case says."""
+    from npusim.cases import find_case
+    from npusim.cases.run import run_case
+    from npusim.errors import NpusimError
+
+    case = find_case("cross_entropy_loss")
+    with pytest.raises(NpusimError, match="at least 1"):
+        run_case(case, "atlas-a2", (64, 0), "float32", case.parse_params({}))

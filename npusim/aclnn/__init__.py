@@ -46,6 +46,12 @@ from npusim.aclnn.max_pool2d import (
     aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize,
     aclnnMaxPool2dWithIndicesGetWorkspaceSize,
 )
+from npusim.aclnn.max_pool2d_mask import (
+    aclnnMaxPool2dWithMask,
+    aclnnMaxPool2dWithMaskBackward,
+    aclnnMaxPool2dWithMaskBackwardGetWorkspaceSize,
+    aclnnMaxPool2dWithMaskGetWorkspaceSize,
+)
 from npusim.aclnn.moe_token_permute import (
     aclnnMoeTokenPermute,
     aclnnMoeTokenPermuteGetWorkspaceSize,
@@ -57,6 +63,16 @@ from npusim.aclnn.moe_token_permute import (
 from npusim.aclnn.moe_token_permute_grad import (
     aclnnMoeTokenPermuteGrad,
     aclnnMoeTokenPermuteGradGetWorkspaceSize,
+)
+from npusim.aclnn.nll_loss import (
+    aclnnLogSoftmax,
+    aclnnLogSoftmaxBackward,
+    aclnnLogSoftmaxBackwardGetWorkspaceSize,
+    aclnnLogSoftmaxGetWorkspaceSize,
+    aclnnNLLLoss,
+    aclnnNLLLossBackward,
+    aclnnNLLLossBackwardGetWorkspaceSize,
+    aclnnNLLLossGetWorkspaceSize,
 )
 from npusim.aclnn.pooling import (
     aclnnAdaptiveAvgPool2d,
@@ -88,12 +104,20 @@ __all__ = [
     "aclnnCrossEntropyLossGradGetWorkspaceSize",
     "aclnnEmbeddingDenseBackward",
     "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
+    "aclnnLogSoftmax",
+    "aclnnLogSoftmaxBackward",
+    "aclnnLogSoftmaxBackwardGetWorkspaceSize",
+    "aclnnLogSoftmaxGetWorkspaceSize",
     "aclnnMatmul",
     "aclnnMatmulGetWorkspaceSize",
     "aclnnMaxPool2dWithIndices",
     "aclnnMaxPool2dWithIndicesBackward",
     "aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize",
     "aclnnMaxPool2dWithIndicesGetWorkspaceSize",
+    "aclnnMaxPool2dWithMask",
+    "aclnnMaxPool2dWithMaskBackward",
+    "aclnnMaxPool2dWithMaskBackwardGetWorkspaceSize",
+    "aclnnMaxPool2dWithMaskGetWorkspaceSize",
     "aclnnMoeTokenPermute",
     "aclnnMoeTokenPermuteGetWorkspaceSize",
     "aclnnMoeTokenPermuteGrad",
@@ -102,6 +126,10 @@ __all__ = [
     "aclnnMoeTokenUnpermuteGetWorkspaceSize",
     "aclnnMoeTokenUnpermuteGrad",
     "aclnnMoeTokenUnpermuteGradGetWorkspaceSize",
+    "aclnnNLLLoss",
+    "aclnnNLLLossBackward",
+    "aclnnNLLLossBackwardGetWorkspaceSize",
+    "aclnnNLLLossGetWorkspaceSize",
     "aclnnRelu",
     "aclnnReluGetWorkspaceSize",
     "aclnnSiluBackward",

@@ -26,6 +26,7 @@ from npusim.cases.foreach import FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2
 from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
 from npusim.cases.max_pool2d import MAX_POOL2D_WITH_INDICES, MAX_POOL2D_WITH_INDICES_BACKWARD
+from npusim.cases.max_pool2d_mask import MAX_POOL2D_WITH_MASK, MAX_POOL2D_WITH_MASK_BACKWARD
 from npusim.cases.moe_gating_top_k_softmax import MOE_GATING_TOP_K_SOFTMAX
 from npusim.cases.moe_token_permute import (
     MOE_TOKEN_PERMUTE,
@@ -34,6 +35,7 @@ from npusim.cases.moe_token_permute import (
 )
 from npusim.cases.moe_token_permute_grad import MOE_TOKEN_PERMUTE_GRAD
 from npusim.cases.muls import MULS
+from npusim.cases.nll_loss import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, NLL_LOSS, NLL_LOSS_BACKWARD
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
@@ -54,6 +56,9 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       CONVOLUTION_FORWARD, BATCH_NORM, BATCH_NORM_BACKWARD,
                                       MAX_POOL2D_WITH_INDICES,
                                       MAX_POOL2D_WITH_INDICES_BACKWARD,
+                                      MAX_POOL2D_WITH_MASK, MAX_POOL2D_WITH_MASK_BACKWARD,
+                                      LOG_SOFTMAX, NLL_LOSS, NLL_LOSS_BACKWARD,
+                                      LOG_SOFTMAX_BACKWARD,
                                       # the MoE layer's operators (issue 41)
                                       GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX,
                                       MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,

@@ -15,6 +15,9 @@ def _make(shape, dtype, params, rng):
         raise NpusimError(f"cross_entropy_loss: --shape is N x C (rows x classes), got "
                           f"{len(shape)} dimensions")
     n, c = shape
+    if c < 1:
+        raise NpusimError(f"cross_entropy_loss: shape {n}x{c} leaves no class to draw the "
+                          "targets from; C (the second dimension) must be at least 1")
     x = random_array(rng, shape, dtype)
     target = rng.integers(0, c, n, dtype=np.int64)
     target[::CE_IGNORED_EVERY] = params["ignore_index"]
@@ -35,7 +38,7 @@ CROSS_ENTROPY_LOSS = OpCase(
     summary="logProbOut = log_softmax(input), lossOut = -weight[target] x logProb[target] "
             "(mean over the weights, sum, or per row); ignored rows zero",
     shape_help="N x C: input's shape (rows x classes); ResNet-50's loss at batch 32 is 32x1000",
-    default_shape=(32, 1000), demo_shape=(1024, 32000), quick_shape=(64, 1000),
+    default_shape=(32, 1000), demo_shape=(256, 32000), quick_shape=(64, 1000),
     dtypes=("float32", "float16", "bfloat16"), unit="vector",
     make=_make, flops=lambda args, kwargs: CE_FORWARD_OPS * args[0].size, params=CE_PARAMS,
     golden_options=_golden_options,
@@ -46,5 +49,6 @@ CROSS_ENTROPY_LOSS = OpCase(
     notes="Reads input once (a row that fits UB) and writes logProbOut, so the roofline is "
           "those bytes over the HBM bandwidth. Atlas A2 only; mean and sum add per-core "
           "partials through a workspace after SyncAll, in a fixed order (deterministic). "
-          "torch's F.cross_entropy on NPU runs aclnnLogSoftmax + aclnnNLLLoss instead (not "
-          "modelled); torch_npu.npu_cross_entropy_loss runs this operator.")
+          "torch's F.cross_entropy on NPU runs aclnnLogSoftmax + aclnnNLLLoss instead (modelled "
+          "on the training series: log_softmax, nll_loss); torch_npu.npu_cross_entropy_loss "
+          "runs this operator.")

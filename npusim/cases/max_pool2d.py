@@ -58,7 +58,7 @@ MAX_POOL2D_WITH_INDICES = OpCase(
     summary="out = the maximum of each window, indices = its flat position in the plane",
     shape_help="NxCxHxW of self; ResNet-50's stem pool at batch 32 is 32x64x112x112 with "
                "kernel_size=3 stride=2 padding=1",
-    default_shape=(32, 64, 112, 112), demo_shape=(8, 64, 112, 112), quick_shape=(2, 8, 14, 14),
+    default_shape=(32, 64, 112, 112), demo_shape=(4, 64, 112, 112), quick_shape=(2, 8, 14, 14),
     dtypes=("float16", "float32", "bfloat16"), unit="vector", make=_make, flops=_flops,
     params=PARAMS, tiling_help=TILING, sweep_example="--tiling rows=4:28:8",
     notes="Atlas A2 only (CANN does not support it on the Atlas training series). One "
@@ -70,7 +70,7 @@ MAX_POOL2D_WITH_INDICES_BACKWARD = OpCase(
     summary="gradInput[p] = the sum of gradOutput over the windows whose index is p",
     shape_help="NxCxHxW of self and gradInput (gradOutput and indices are the pool's output "
                "shape); ResNet-50's at batch 32 is 32x64x112x112",
-    default_shape=(32, 64, 112, 112), demo_shape=(8, 64, 112, 112), quick_shape=(2, 8, 14, 14),
+    default_shape=(32, 64, 112, 112), demo_shape=(4, 64, 112, 112), quick_shape=(2, 8, 14, 14),
     dtypes=("float32",), unit="vector", make=_make_backward,
     flops=lambda a, k: a[1].size * 2 * k["kernel_size"][0] * k["kernel_size"][-1],
     params=PARAMS, tiling_help=TILING, sweep_example="--tiling rows=2:16:2",

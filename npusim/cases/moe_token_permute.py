@@ -139,7 +139,7 @@ MOE_TOKEN_UNPERMUTE = OpCase(
     summary="out[t] = sum over k of probs[t, k] * permutedTokens[sortedIndices[t * topK + k]]",
     shape_help="TOKENS x HIDDEN: the shape of unpermutedTokens (permutedTokens has tokens x "
                "topk rows, fewer with drop)",
-    default_shape=(4096, 7168), demo_shape=(1024, 4096), quick_shape=(64, 512),
+    default_shape=(4096, 7168), demo_shape=(512, 4096), quick_shape=(64, 512),
     dtypes=("bfloat16", "float16", "float32"), unit="vector",
     make=_unpermute_make, flops=_unpermute_flops, params=UNPERMUTE_PARAMS,
     tiling_help="block_dim (AIV cores used), hidden_splited_length (elements of a row per UB "
@@ -176,7 +176,7 @@ MOE_TOKEN_UNPERMUTE_GRAD = OpCase(
             "the row products' sums",
     shape_help="TOKENS x HIDDEN: the shape of unpermutedTokensGrad (permutedTokens has tokens x "
                "topk rows, fewer with drop)",
-    default_shape=(4096, 7168), demo_shape=(1024, 4096), quick_shape=(64, 512),
+    default_shape=(4096, 7168), demo_shape=(256, 4096), quick_shape=(64, 512),
     dtypes=("bfloat16", "float16", "float32"), unit="vector",
     make=_unpermute_grad_make, flops=_unpermute_grad_flops, params=UNPERMUTE_PARAMS,
     golden_options=chunk_of, tiling_help="none (CANN derives every field from the shape)",

@@ -19,12 +19,14 @@ from npusim.golden.moe_token_permute import moe_token_permute
 from npusim.golden.moe_token_permute_grad import moe_token_permute_grad
 from npusim.golden.moe_token_unpermute import moe_token_unpermute
 from npusim.golden.moe_token_unpermute_grad import moe_token_unpermute_grad
+from npusim.golden.nll_loss import log_softmax, log_softmax_backward, nll_loss, nll_loss_backward
 from npusim.golden.pooling import (
     adaptive_avg_pool2d,
     adaptive_avg_pool2d_backward,
     max_pool2d_with_indices,
     max_pool2d_with_indices_backward,
 )
+from npusim.golden.pooling_mask import max_pool2d_with_mask, max_pool2d_with_mask_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
@@ -44,12 +46,18 @@ __all__ = [
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
+    "log_softmax",
+    "log_softmax_backward",
     "matmul",
     "moe_gating_top_k_softmax",
     "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward",
+    "max_pool2d_with_mask",
+    "max_pool2d_with_mask_backward",
     "moe_token_permute_grad",
     "muls",
+    "nll_loss",
+    "nll_loss_backward",
     "moe_token_permute",
     "moe_token_permute_grad",
     "moe_token_unpermute",

@@ -10,7 +10,8 @@ What torch_npu runs: ``torch_npu.npu_cross_entropy_loss`` calls aclnnCrossEntrop
 backward aclnnCrossEntropyLossGrad); ``torch.nn.functional.cross_entropy`` on NPU tensors is
 decomposed by PyTorch into ``log_softmax`` and ``nll_loss``, which op-plugin runs as
 aclnnLogSoftmax and aclnnNLLLoss (backward: aclnnNLLLossBackward, aclnnLogSoftmaxBackward),
-which npusim does not model (op-plugin ``op_plugin/config/op_plugin_functions.yaml``,
+which npusim models on the Atlas training series (``log_softmax.py``, ``nll_loss.py``;
+op-plugin ``op_plugin/config/op_plugin_functions.yaml``,
 ``op_plugin/ops/opapi/NLLLossKernelNpuOpApi.cpp``).
 
 Atlas A2 only (the document: A2 and A3; not the Atlas training series). lossOut has shape (1,)

@@ -73,6 +73,8 @@ class CrossEntropyLossKernel(Kernel):
         self.x_gm, self.t_gm, self.w_gm, self.loss_gm = input, target, weight, loss
         self.lp_gm, self.ws_gm, self.tiling, self.dtype = log_prob, workspace, t, input.dtype
         self.reduction, self.ignore = params["reduction"], params["ignore_index"]
+        # the weights' sum is kept for mean (the divisor); aclnnNLLLoss also outputs it for sum
+        self.sum_weights = params.get("sum_weights", self.reduction == "mean")
         self.wide = self.dtype.itemsize == 2
         self.init_buffers(t)
 
@@ -82,7 +84,7 @@ class CrossEntropyLossKernel(Kernel):
                  ("negWeightBuf", lanes * 4), ("maxBrcbBuf", 256), ("lseBrcbBuf", 256),
                  *((n, 32) for n in ("maxBuf", "sumBuf", "partBuf", "lseBuf", "offsetBuf",
                                      "lossAccBuf", "weightAccBuf", "resultBuf", "resultTBuf"))]
-        if self.reduction == "mean":
+        if self.sum_weights:
             specs.append(("weightBuf", lanes * 4))
         if self.reduction == "none":
             specs.append(("lossTBuf", b * item))
@@ -214,7 +216,7 @@ class CrossEntropyLossKernel(Kernel):
         weights = self.row_weights(start, count)
         sync("V_S")
         set_values(self.t("negWeightBuf"), [-w for w in weights])
-        if self.reduction == "mean":
+        if self.sum_weights:
             set_values(self.t("weightBuf"), weights)
         sync("S_V")
         loss = self.t("lossBuf")
@@ -226,7 +228,7 @@ class CrossEntropyLossKernel(Kernel):
         part = self.t("partBuf")
         vec.reduce_sum(part, loss, count)
         vec.add(self.t("lossAccBuf"), self.t("lossAccBuf"), part, 1)
-        if self.reduction == "mean":
+        if self.sum_weights:
             vec.reduce_sum(part, self.t("weightBuf"), count)
             vec.add(self.t("weightAccBuf"), self.t("weightAccBuf"), part, 1)
 
@@ -239,6 +241,9 @@ class CrossEntropyLossKernel(Kernel):
         data_copy_pad(self.loss_gm[self.row0 + start], out,
                       DataCopyExtParams(block_len=count * self.dtype.itemsize))
         sync("MTE3_V")
+
+    def total_weight_out(self, total) -> None:
+        """The weights' sum, on core 0 (aclnnCrossEntropyLoss has no such output)."""
 
     def finish(self) -> None:
         """Partials to the workspace, SyncAll, core 0 sums every core's partials in order."""
@@ -257,8 +262,10 @@ class CrossEntropyLossKernel(Kernel):
         sync("MTE2_V")
         result = self.t("resultBuf")
         vec.reduce_sum(result, losses, cores)
-        if self.reduction == "mean":
+        if self.sum_weights:
             vec.reduce_sum(self.t("partBuf"), weights, cores)
+            self.total_weight_out(self.t("partBuf"))
+        if self.reduction == "mean":
             vec.div(result, result, self.t("partBuf"), 1)
         if self.wide:
             vec.cast(self.t("resultTBuf", self.dtype), result, "rint", 1)

@@ -79,7 +79,10 @@ def _fit_chunk(ub: int, cols: int, item: int, bn: int, meta: int) -> int:
 
 
 def cross_entropy_loss_tiling(chip, rows: int, cols: int, dtype, *, reduction: str,
-                              overrides=None) -> CrossEntropyLossTiling:
+                              overrides=None, op: str = OP) -> CrossEntropyLossTiling:
+    """(``op``: the operator the errors name: the training series' log-softmax and NLL loss
+    share this tiling.)"""
+    OP = op  # noqa: N806 - the errors below name the operator asked for
     user = dict(overrides_of(overrides, OP))
     item = np.dtype(dtype).itemsize
     limit = max(min(rows, chip.vector_core_count), 1)

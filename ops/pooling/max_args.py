@@ -81,7 +81,7 @@ def check_window(op: str, x: np.ndarray, kernel_size, stride, padding, dilation,
     if min(p) < 0 or p[0] > k[0] // 2 or p[1] > k[1] // 2:
         raise invalid(op, f"padding {p}: each value from 0 to kernelSize / 2 ({k})")
     if d != (1, 1):
-        raise invalid(op, f"dilation {d}: only 1 is supported on the A2 product")
+        raise invalid(op, f"dilation {d}: only 1 is supported")
     if not isinstance(ceil_mode, bool | np.bool_):
         raise invalid(op, f"ceilMode = {ceil_mode!r}: True or False")
     h, w = x.shape[-2:]

@@ -74,6 +74,9 @@ def swi_glu_tiling(chip, op: str, kind: str, rows: int, half: int, dtype,
         raise TilingError(f"{op}: tile_length = {tile}: a positive multiple of {per_block} "
                           f"elements (32 bytes) of at most {fits} with buffer_num = "
                           f"{t.buffer_num} ({chip.name}'s UB is {chip.ub_bytes} bytes)")
+    if not 1 <= t.block_dim <= chip.vector_core_count:     # before _make divides by it
+        raise TilingError(f"{op}: block_dim = {t.block_dim}: allowed 1 to "
+                          f"{chip.vector_core_count} ({chip.vector_core_count} vector cores)")
     made = _make(chip, rows, half, item, t.block_dim, tile, t.buffer_num)
     if not 1 <= t.block_dim <= max(min(chip.vector_core_count, made.units), 1):
         raise TilingError(f"{op}: block_dim = {t.block_dim}: allowed 1 to "
