@@ -190,12 +190,25 @@ def test_kernel_rows_any_geometry(kh, kw, s, d, p, chip, fields):
     ({"dw_step_kh": 8}, "dw_step_kh = 8: 0 (N blocks across channel blocks) or 1 to 7 "
                         "kernel rows"),
     ({"dx_base_n": 512}, "dx_base_n = 512: a positive multiple of 16, at most base_n = 256"),
+    ({"dx_base_n": 0}, "dx_base_n = 0: a positive multiple of 16"),   # fuzzer seed 148282
+    ({"dw_k_parts": -1}, "dw_k_parts = -1: at least 1"),             # fuzzer seed 132360
+    ({"dx_block_dim": 0}, "dx_block_dim = 0: at least 1"),
 ])
 def test_kernel_row_fields_checked(fields, says):
     dy, x, w = make_case(np.float16, 2, 3, 40, (8, 8), (7, 7), cfg2(2, 3))
     with pytest.raises(TilingError, match=says.replace("(", r"\(").replace(")", r"\)")):
         ops.convolution_backward(dy, x, w, bias_sizes=[40], stride=[2, 2], padding=[3, 3],
                                  dilation=[1, 1], tiling=fields, numerics=False)
+
+
+@pytest.mark.parametrize("fields", [{"dx_base_n": 0}, {"dw_k_parts": -1}, {"dx_block_dim": 0}])
+def test_counts_checked_on_an_empty_batch(fields):
+    """An empty batch has no dX or dW problem to check a field against, but a count below 1
+    is still refused (it reached the golden's reshape, fuzzer seed 132360)."""
+    dy, x, w = make_case(np.float16, 2, 3, 40, (8, 8), (7, 7), cfg2(2, 3))
+    with pytest.raises(TilingError, match="at least 1|positive multiple"):
+        ops.convolution_backward(dy[:0], x[:0], w, bias_sizes=[40], stride=[2, 2],
+                                 padding=[3, 3], dilation=[1, 1], tiling=fields)
 
 
 LONG = [  # 1-D rows wider than L1: narrow chunks (only the columns a block reaches)

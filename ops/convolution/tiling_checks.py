@@ -33,7 +33,7 @@ def _require(ok: bool, what: str) -> None:
 
 
 def validate_blocks(t, c0) -> None:
-    """The fields the derivation divides by."""
+    """The fields the derivation divides by, and the counts that must be positive."""
     _require(t.base_m > 0 and t.base_m % 16 == 0, f"base_m = {t.base_m}: a positive multiple "
              "of 16")
     _require(t.base_n > 0 and t.base_n % 16 == 0, f"base_n = {t.base_n}: a positive multiple "
@@ -46,6 +46,11 @@ def validate_blocks(t, c0) -> None:
              "a positive number of M base blocks")
     _require(isinstance(t.dw_step_m, int) and t.dw_step_m >= 1, f"dw_step_m = {t.dw_step_m}: "
              "a positive number of M base blocks")
+    _require(t.dx_base_n > 0 and t.dx_base_n % 16 == 0, f"dx_base_n = {t.dx_base_n}: a positive "
+             "multiple of 16")
+    for name in ("dx_block_dim", "dw_block_dim", "dw_k_parts", "bias_block_dim"):
+        value = getattr(t, name)      # checked whatever the shape (an empty batch has no dw)
+        _require(isinstance(value, int) and value >= 1, f"{name} = {value}: at least 1")
 
 
 def validate(chip, t, dx, dw, c0, item, fixed=frozenset()) -> None:
