@@ -75,9 +75,14 @@ def _order_bound(parts, num_weights: int, value, recip) -> np.ndarray:
         rows = rows[order]
         mags = np.abs(np.stack([parts[k][1] for k in order]).astype(np.float64))
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        top[rows[starts]] = np.add.reduceat(mags, starts, axis=0).max(axis=1, initial=0.0)
-    # the largest magnitude per row, exactly, without a float64 copy of the whole output
-    big = np.maximum(value.max(axis=1, initial=0), -value.min(axis=1, initial=0)).astype(np.float64)
+        sums = np.add.reduceat(mags, starts, axis=0)
+        # a column with NaN or inf is compared as NaN / inf (any order gives it), so it sets
+        # no bound for the row's finite columns
+        top[rows[starts]] = sums.max(axis=1, initial=0.0, where=np.isfinite(sums))
+    # the largest finite magnitude per row, exactly, without a float64 copy of the output
+    finite = np.isfinite(value)
+    big = np.maximum(value.max(axis=1, initial=0, where=finite),
+                     -value.min(axis=1, initial=0, where=finite)).astype(np.float64)
     bound = 2.0 * np.maximum(n - 1, 0) * U32 * top
     if recip is not None:
         bound = bound * recip + 2.0 * U32 * big
