@@ -5,6 +5,7 @@ per family (``convolution/``, ``embedding/``, ``cross_entropy/``, ``moe/``, ``si
 CATLASS's that the validation table and ``matmul`` run. ``npusim.ops.<name>`` is the operator;
 its modules are reached by their path."""
 
+from npusim.ops.attention.forward import flash_attention_score
 from npusim.ops.batch_norm.backward import batch_norm_backward
 from npusim.ops.batch_norm.forward import batch_norm
 from npusim.ops.catlass.matmul import catlass_matmul
@@ -43,6 +44,7 @@ __all__ = [
     "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "flash_attention_score",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
