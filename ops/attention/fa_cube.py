@@ -54,7 +54,7 @@ class FaCube:
     def process_cube(self):
         t, core = self.t, self.core
         g = 0
-        for task in range(core, t.tasks, t.block_dim):
+        for task in t.core_tasks(core):
             b, n, r0, rows = t.task(task)
             blocks = t.key_blocks(r0, rows)
             q1 = self.q1.alloc_tensor(self.dtype)

@@ -109,7 +109,7 @@ class FaVector:
     def process_vector(self):
         t, g = self.t, 0
         vec.duplicate(self.buf["zero"].get("float16"), 0.0, 16)
-        for task in range(self.core, t.tasks, t.block_dim):
+        for task in t.core_tasks(self.core):
             b, n, r0, rows = t.task(task)
             mine = max(0, min(self.half, rows - self.r_off))
             blocks = t.key_blocks(r0, rows)

@@ -5,15 +5,19 @@ CANN's A2 kernel (hicann/ops-transformer ``attention/flash_attention_score``, th
 blocks of ``s1_base`` query rows x ``s2_base`` key columns (128 x 128 here, the size its
 ``ProcessVec1`` templates name), a task being one query block of one head with all its key
 blocks; the cube cores take the tasks, each cube core's two vector cores half the rows of its
-block. npusim deals the tasks round-robin over the cube cores (CANN balances contiguous ranges
-by their causal work: not modelled). Under a causal mask (sparse_mode 2, leftUpCausal, or 3,
-rightDownCausal) a key block wholly above the diagonal is skipped, one crossing it is masked.
+block. As CANN's split does, each cube core takes a contiguous range of the tasks (in batch,
+head, query block order) holding about 1 / block_dim of the key blocks to compute, so that a
+causal mask's uneven tasks still load the cores evenly. Under a causal mask (sparse_mode 2,
+leftUpCausal, or 3, rightDownCausal) a key block wholly above the diagonal is skipped, one
+crossing it is masked.
 
 ``FlashAttentionTiling`` also fixes what the golden needs to follow the kernel's rounding: the
 block sizes and the order of the key blocks (increasing).
 """
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 from npusim.errors import TilingError
 from npusim.ops.common import ceil_div, override
@@ -56,6 +60,18 @@ class FlashAttentionTiling:
         r0 = i * self.s1_base
         return b, n, r0, min(self.s1_base, self.s1 - r0)
 
+    def core_tasks(self, core: int) -> range:
+        """The tasks of cube core ``core``: those whose work (key blocks) starts in its share
+        [core, core + 1) x total / block_dim of the cumulative work."""
+        starts = self._starts()
+        total = starts[-1]
+        lo = bisect_left(starts, -(-core * total // self.block_dim), 0, self.tasks)
+        hi = bisect_left(starts, -(-(core + 1) * total // self.block_dim), 0, self.tasks)
+        return range(lo, hi)
+
+    def _starts(self) -> tuple:
+        return work_starts(self)
+
     def key_blocks(self, r0: int, rows: int) -> list:
         """(first key, keys) of the key blocks query rows r0 .. r0 + rows - 1 see, in order."""
         last = self.s2 if not self.causal else min(self.s2, r0 + rows + self.shift)
@@ -74,6 +90,16 @@ class FlashAttentionTiling:
         if self.layout == "BSND":
             return ((b * seq + s) * self.n + n) * self.d
         return ((b * self.n + n) * seq + s) * self.d
+
+
+@lru_cache(maxsize=16)
+def work_starts(t: FlashAttentionTiling) -> tuple:
+    """Cumulative key blocks before each task of ``t``, and the total last."""
+    cum = [0]
+    for index in range(t.tasks):
+        _, _, r0, rows = t.task(index)
+        cum.append(cum[-1] + len(t.key_blocks(r0, rows)))
+    return tuple(cum)
 
 
 def mask_offset(t: FlashAttentionTiling, r0: int, c0: int) -> tuple:
