@@ -153,3 +153,27 @@ def check_attention(chip, query, key, value, atten_mask, head_num, scale_value, 
     scale = check_scalars(op, scale_value, keep_prob)
     mask, causal, shift = check_mask(op, atten_mask, sparse_mode, dims[2], dims[3])
     return AttentionArgs(q, k, v, mask, dims, input_layout, causal, shift, scale)
+
+
+def check_stats(op: str, a: AttentionArgs, dy, attention_in, softmax_max, softmax_sum) -> tuple:
+    """dy and attentionIn as query; softmaxMax and softmaxSum [B, N, S1, 8] FLOAT; D a
+    multiple of 64 (the grad's row sums of dO * O in whole 64-lane repeats)."""
+    require(op, dy=dy, softmax_max=softmax_max, softmax_sum=softmax_sum,
+            attention_in=attention_in)
+    b, n, s1, _, d = a.dims
+    arrays = []
+    for name, value in (("dy", dy), ("attention_in", attention_in)):
+        arr = as_array(op, name, value)
+        if arr.shape != a.q.shape or arr.dtype != a.q.dtype:
+            raise invalid(op, f"{name} {name_of(arr.dtype)} {tuple(arr.shape)} must match query "
+                              f"{name_of(a.q.dtype)} {tuple(a.q.shape)}")
+        arrays.append(np.ascontiguousarray(arr))
+    for name, value in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+        arr = as_array(op, name, value)
+        if arr.shape != (b, n, s1, 8) or name_of(arr.dtype) != "float32":
+            raise invalid(op, f"{name} {name_of(arr.dtype)} {tuple(arr.shape)}; FLOAT "
+                              f"{(b, n, s1, 8)} (the forward's, 8 lanes a row)")
+        arrays.append(np.ascontiguousarray(arr))
+    if d % 64:
+        raise invalid(op, f"D = {d}: npusim models the grad for D a multiple of 64")
+    return tuple(arrays)

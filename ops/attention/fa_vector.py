@@ -123,9 +123,10 @@ class FaVector:
                     cross_core_wait_flag(FLAG_S, Pipe.MTE2)
                     self.softmax_block(r0 + self.r_off, mine, c0, cols, slot, idx)
                     cross_core_set_flag(self.flag_p, Pipe.MTE3)
-                else:       # no rows: the flags only, on the scalar
-                    cross_core_wait_flag(FLAG_S, Pipe.S)
-                    cross_core_set_flag(self.flag_p, Pipe.S)
+                else:       # no rows: the flags only, on the same pipes (the engine wakes
+                    #             one waiter per flag id: two pipes waiting on one id hang)
+                    cross_core_wait_flag(FLAG_S, Pipe.MTE2)
+                    cross_core_set_flag(self.flag_p, Pipe.MTE3)
                 if idx:
                     self.update(mine, (g + idx - 1) % 2)
             self.update(mine, (g + len(blocks) - 1) % 2)
@@ -201,7 +202,7 @@ class FaVector:
     def update(self, rows, slot):
         """acc = acc * alpha + O of the block in O slot ``slot``."""
         if not rows:
-            cross_core_wait_flag(FLAG_O, Pipe.S)
+            cross_core_wait_flag(FLAG_O, Pipe.MTE2)
             return
         t = self.t
         cross_core_wait_flag(FLAG_O, Pipe.MTE2)
