@@ -6,6 +6,7 @@ CATLASS's that the validation table and ``matmul`` run. ``npusim.ops.<name>`` is
 its modules are reached by their path."""
 
 from npusim.ops.attention.forward import flash_attention_score
+from npusim.ops.attention.grad import flash_attention_score_grad
 from npusim.ops.batch_norm.backward import batch_norm_backward
 from npusim.ops.batch_norm.forward import batch_norm
 from npusim.ops.catlass.matmul import catlass_matmul
@@ -45,6 +46,7 @@ __all__ = [
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "flash_attention_score",
+    "flash_attention_score_grad",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",

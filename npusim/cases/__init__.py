@@ -22,7 +22,10 @@ from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss import CROSS_ENTROPY_LOSS
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
-from npusim.cases.flash_attention_score import FLASH_ATTENTION_SCORE
+from npusim.cases.flash_attention_score import (
+    FLASH_ATTENTION_SCORE,
+    FLASH_ATTENTION_SCORE_GRAD,
+)
 from npusim.cases.foreach import FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2
 from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
@@ -60,7 +63,7 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,
                                       MOE_TOKEN_UNPERMUTE_GRAD,
                                       # the MoE layer's attention core (issue 41)
-                                      FLASH_ATTENTION_SCORE)}
+                                      FLASH_ATTENTION_SCORE, FLASH_ATTENTION_SCORE_GRAD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

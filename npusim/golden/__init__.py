@@ -11,7 +11,10 @@ from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, muls, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
-from npusim.golden.flash_attention_score import flash_attention_score
+from npusim.golden.flash_attention_score import (
+    flash_attention_score,
+    flash_attention_score_grad,
+)
 from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
@@ -43,6 +46,7 @@ __all__ = [
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
     "flash_attention_score",
+    "flash_attention_score_grad",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
