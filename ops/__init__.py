@@ -31,6 +31,7 @@ from npusim.ops.pooling.adaptive_avg_backward import adaptive_avg_pool2d_backwar
 from npusim.ops.pooling.max_pool import max_pool2d_with_indices
 from npusim.ops.pooling.max_pool_backward import max_pool2d_with_indices_backward
 from npusim.ops.silu.backward import silu_backward
+from npusim.ops.softmax.backward import softmax_backward
 from npusim.ops.swiglu.swi_glu import swi_glu, swi_glu_grad
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_grad",
     "silu_backward",
+    "softmax_backward",
     "swi_glu",
     "swi_glu_grad",
     "threshold_backward",

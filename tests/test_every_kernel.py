@@ -419,6 +419,9 @@ KERNELS = {
     "max_pool2d_with_indices_backward: MaxPool3DGradWithArgmax":
         lambda chip, **o: max_pool(chip, True, **o),
     "flash_attention_score: mix kernel, causal mask": attention,
+    "softmax_backward: SoftmaxGrad, a 64-lane tail": lambda chip, **o: ops.softmax_backward(
+        *(np.random.default_rng(26).standard_normal((2, 3, 70)).astype(np.float16)
+          for _ in range(2)), chip=chip, tiling={"block_dim": 2, "row_factor": 2}, **o),
     "flash_attention_score_grad: MemSet, mix kernel, post":
         lambda chip, **o: attention(chip, True, **o),
 }

@@ -41,6 +41,7 @@ from npusim.cases.muls import MULS
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
+from npusim.cases.softmax_backward import SOFTMAX_BACKWARD
 from npusim.cases.swi_glu import SWI_GLU, SWI_GLU_GRAD
 from npusim.cases.threshold_backward import THRESHOLD_BACKWARD
 from npusim.errors import NpusimError
@@ -63,7 +64,8 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,
                                       MOE_TOKEN_UNPERMUTE_GRAD,
                                       # the MoE layer's attention core (issue 41)
-                                      FLASH_ATTENTION_SCORE, FLASH_ATTENTION_SCORE_GRAD)}
+                                      FLASH_ATTENTION_SCORE, FLASH_ATTENTION_SCORE_GRAD,
+                                      SOFTMAX_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

@@ -31,6 +31,7 @@ from npusim.golden.pooling import (
 )
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
+from npusim.golden.softmax_backward import softmax_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_grad",
     "silu_backward",
+    "softmax_backward",
     "swi_glu",
     "swi_glu_grad",
     "threshold_backward",

@@ -29,9 +29,9 @@ from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.isa.vector import RepeatParams
 from npusim.ops.attention.fa_cube import FLAG_P, FLAG_S
-from npusim.ops.attention.fa_vector import LANES, by_row, row_reduce, tail_mask
 from npusim.ops.attention.fag_cube import FLAG_G
 from npusim.ops.common import ceil_div, round_up
+from npusim.ops.common.rows import LANES, by_row, row_reduce, tail_mask
 
 
 class FagVector:
