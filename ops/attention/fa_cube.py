@@ -5,17 +5,20 @@ Per task (one query block of one head) the Q block goes to L1 once (ND -> NZ); p
 
 - bmm1: K's block to L1 (ND -> NZ, as a ColumnMajor B: S = Q . K^T), Q and K to L0A / L0B,
   one Mmad (m = the block's rows, n = its keys, k = D) into L0C, FixPipe of the fp32 scores to
-  the S slot g % 2 of this core's workspace, then CrossCoreSetFlag ``FLAG_S`` from FIX;
-- bmm2 of the block before (so that the vector cores' softmax of block g - 1 overlaps the
-  cube's bmm1 of block g, as CANN's pipeline does): CrossCoreWaitFlag on MTE2 of each vector
+  the S slot g % 3 of this core's workspace, then CrossCoreSetFlag ``FLAG_S`` from FIX;
+- bmm2 of the block two before (CANN's "Cube double issue", its FAG design note: the cube
+  issues two blocks' bmm1 ahead, so that the vector cores never wait for a score block and the
+  cube's bmm1 overlaps their softmax): V's block to L1 first, then CrossCoreWaitFlag on MTE2 of
+  each vector
   core's ``FLAG_P`` id (set once its half of P is in the P slot; one id each, so that a core
   running ahead, one with no rows, cannot stand in for the other), P's block (bf16, ND -> NZ,
   its k = the block's keys, the copy zero-filling the last fractal) and V's block (RowMajor B,
   transposing loads) to L1, one Mmad into L0C, FixPipe of the fp32 product to the O slot, then
   ``FLAG_O`` from FIX.
 
-Why the slots are safe without more flags: the cube writes S slot g % 2 after it waited for
-P of block g - 2, which each vector core sets after reading S of block g - 2; the vector cores
+Why the slots are safe without more flags: the cube writes S slot g % 3 after it waited for
+P of block g - 3 (its bmm2 of block g - 3 came first), which each vector core sets after reading
+S of block g - 3; P and O have two slots each: the vector cores
 write P slot g % 2 after reading O of block g - 2, which the cube writes after it read P of
 block g - 2; the cube writes O slot g % 2 after P of block g, set after the vector cores read
 O of block g - 2. Not modelled: CANN's Matmul API message queue (cross-core flags here), the
@@ -29,6 +32,8 @@ from npusim.ops.common import ceil_div, round_up
 FLAG_S, FLAG_O = 1, 2       # cross-core flag ids, AIC -> AIVs: S ready, O ready
 FLAG_P = (3, 4)              # AIV sub-block 0 / 1 -> AIC: its half of P ready
 QUANT = cube.QuantMode.NoQuant          # the scores and P V leave L0C in fp32
+LOOKAHEAD = 2      # bmm1 of block g + 2 before bmm2 of block g (CANN's "Cube double issue")
+S_SLOTS = 3        # S slots: g, g + 1 and g + 2 may be live at once
 
 
 class FaCube:
@@ -63,11 +68,12 @@ class FaCube:
                 dst_nz_c0_stride=round_up(rows, FRAC), dst_nz_n_stride=1))
             self.q1.enque(q1)
             q1 = self.q1.deque()
-            for idx, (c0, cols) in enumerate(blocks):
-                self.bmm1(q1, b, n, rows, c0, cols, (g + idx) % 2)
-                if idx:
-                    self.bmm2(b, n, rows, blocks[idx - 1], (g + idx - 1) % 2)
-            self.bmm2(b, n, rows, blocks[-1], (g + len(blocks) - 1) % 2)
+            for idx in range(len(blocks) + LOOKAHEAD):
+                if idx < len(blocks):
+                    self.bmm1(q1, b, n, rows, *blocks[idx], (g + idx) % S_SLOTS)
+                j = idx - LOOKAHEAD
+                if j >= 0:
+                    self.bmm2(b, n, rows, blocks[j], (g + j) % 2)
             self.q1.free_tensor(q1)
             g += len(blocks)
 
@@ -96,6 +102,12 @@ class FaCube:
         t, dt = self.t, self.dtype
         c0, cols = block
         m16, kf, nf = round_up(rows, FRAC), ceil_div(cols, FRAC), t.d // FRAC
+        v1 = self.v1.alloc_tensor(dt)       # V first: it does not wait for the vector cores
+        k16 = kf * FRAC
+        cube.data_copy_nd2nz(v1, self.v_gm[t.offset(b, n, c0, t.s2)], cube.Nd2NzParams(
+            n_value=cols, d_value=t.d, src_d_value=t.row_stride(), dst_nz_c0_stride=k16,
+            dst_nz_n_stride=1))
+        self.v1.enque(v1)
         for flag in FLAG_P:       # one id per vector core: a count of sets is that core's
             cross_core_wait_flag(flag, Pipe.MTE2)
         p1 = self.p1.alloc_tensor(dt)
@@ -103,12 +115,6 @@ class FaCube:
             n_value=rows, d_value=cols, src_d_value=t.s2_base, dst_nz_c0_stride=m16,
             dst_nz_n_stride=1))
         self.p1.enque(p1)
-        v1 = self.v1.alloc_tensor(dt)
-        k16 = kf * FRAC
-        cube.data_copy_nd2nz(v1, self.v_gm[t.offset(b, n, c0, t.s2)], cube.Nd2NzParams(
-            n_value=cols, d_value=t.d, src_d_value=t.row_stride(), dst_nz_c0_stride=k16,
-            dst_nz_n_stride=1))
-        self.v1.enque(v1)
         p1, v1 = self.p1.deque(), self.v1.deque()
         a2 = self.a2.alloc_tensor(dt)
         load_zz(a2, p1, m16 // FRAC, kf)

@@ -35,7 +35,7 @@ from npusim.dsl import (
 from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.isa.vector import RepeatParams
-from npusim.ops.attention.fa_cube import FLAG_O, FLAG_P, FLAG_S
+from npusim.ops.attention.fa_cube import FLAG_O, FLAG_P, FLAG_S, S_SLOTS
 from npusim.ops.attention.tiling import MASK_SIZE, mask_offset
 from npusim.ops.common import ceil_div, round_up
 from npusim.ops.common.rows import LANES, by_row, row_reduce, tail_mask
@@ -51,11 +51,12 @@ class FaVector:
         half = t.s1_base // 2
         self.r_off, self.half, self.flag_p = sub * half, half, FLAG_P[sub]
         rows, w, d = half, t.s2_base, t.d
-        self.s_in = self._que(TPosition.VECIN, "inQueueS", rows * w * 4)
+        self.s_in = self._que(TPosition.VECIN, "inQueueS", rows * w * 4, 2)
         self.mask_in = self._que(TPosition.VECIN, "inQueueMask", rows * w)
         self.o_in = self._que(TPosition.VECIN, "inQueueO", rows * d * 4)
-        self.p_out = self._que(TPosition.VECOUT, "outQueueP", rows * w * self.dtype.itemsize)
-        self.y_out = self._que(TPosition.VECOUT, "outQueueY", rows * d * self.dtype.itemsize)
+        # P's blocks and, at a task's end, its rows of attentionOut
+        self.p_out = self._que(TPosition.VECOUT, "outQueuePY",
+                               rows * max(w, d) * self.dtype.itemsize)
         self.st_out = self._que(TPosition.VECOUT, "outQueueStats", rows * 8 * 4, 2)
         r8 = round_up(rows, 8) * 4
         self.buf = {}
@@ -86,16 +87,13 @@ class FaVector:
                 vec.duplicate(self.f32("acc"), 0.0, mine * t.d)
                 vec.duplicate(self.f32("m1"), float("-inf"), mine)
                 vec.duplicate(self.f32("l"), 0.0, mine)
-            for idx, (c0, cols) in enumerate(blocks):
-                slot = (g + idx) % 2
+            self.fetch_s(mine, g, blocks[0])
+            for idx, block in enumerate(blocks):
+                if idx + 1 < len(blocks):    # the next block's scores in before this O waits
+                    self.fetch_s(mine, g + idx + 1, blocks[idx + 1])
                 if mine:
-                    cross_core_wait_flag(FLAG_S, Pipe.MTE2)
-                    self.softmax_block(r0 + self.r_off, mine, c0, cols, slot, idx)
-                    cross_core_set_flag(self.flag_p, Pipe.MTE3)
-                else:       # no rows: the flags only, on the same pipes (the engine wakes
-                    #             one waiter per flag id: two pipes waiting on one id hang)
-                    cross_core_wait_flag(FLAG_S, Pipe.MTE2)
-                    cross_core_set_flag(self.flag_p, Pipe.MTE3)
+                    self.softmax_block(r0 + self.r_off, mine, block, (g + idx) % 2, idx)
+                cross_core_set_flag(self.flag_p, Pipe.MTE3)
                 if idx:
                     self.update(mine, (g + idx - 1) % 2)
             self.update(mine, (g + len(blocks) - 1) % 2)
@@ -103,15 +101,27 @@ class FaVector:
                 self.finish(b, n, r0 + self.r_off, mine, len(blocks))
             g += len(blocks)
 
-    def softmax_block(self, row0, rows, c0, cols, slot, idx):
-        t = self.t
+    def fetch_s(self, rows, gg, block):
+        """CrossCoreWaitFlag FLAG_S on MTE2, then (with rows) the scores of global block
+        ``gg`` in: DataCopyPad of the rows, W = the keys rounded up to 64 wide. A core with no
+        rows keeps the flag only (on the same pipe: the engine wakes one waiter per flag id,
+        so two pipes waiting on one id would hang)."""
+        cross_core_wait_flag(FLAG_S, Pipe.MTE2)
+        if not rows:
+            return
+        t, cols = self.t, block[1]
         w = round_up(cols, LANES)
         s = self.s_in.alloc_tensor("float32")
-        at = self.slot_at("s", slot) + self.r_off * t.s2_base
+        at = self.slot_at("s", gg % S_SLOTS) + self.r_off * t.s2_base
         data_copy_pad(s, self.s_ws[at], DataCopyExtParams(
             block_count=rows, block_len=cols * 4, src_stride=(t.s2_base - cols) * 4,
             dst_stride=(w - round_up(cols, 8)) // 8))
         self.s_in.enque(s)
+
+    def softmax_block(self, row0, rows, block, slot, idx):
+        """The fetched block (first key, keys): the online softmax, P out to P slot ``slot``."""
+        t, (c0, cols) = self.t, block
+        w = round_up(cols, LANES)
         s = self.s_in.deque()
         vec.muls(s, s, self.scale, (rows - 1) * w + round_up(cols, 8))   # what the copy wrote
         if cols < w:
@@ -190,14 +200,14 @@ class FaVector:
         t, acc, rowb = self.t, self.f32("acc"), self.f32("rowb")
         brcb(rowb, self.f32("l"), ceil_div(rows, 8))
         by_row(vec.div, acc, acc, rowb, rows, t.d)
-        y = self.y_out.alloc_tensor(self.dtype)
+        y = self.p_out.alloc_tensor(self.dtype)
         vec.cast(y, acc, "rint", rows * t.d)
-        self.y_out.enque(y)
-        y = self.y_out.deque()
+        self.p_out.enque(y)
+        y = self.p_out.deque()
         blk = t.d * self.dtype.itemsize // 32
         data_copy(self.out_gm[t.offset(b, n, row0, t.s1)], y, DataCopyParams(
             block_count=rows, block_len=blk, dst_stride=(t.row_stride() - t.d) * blk // t.d))
-        self.y_out.free_tensor(y)
+        self.p_out.free_tensor(y)
         at = ((b * t.n + n) * t.s1 + row0) * 8
         for gm, name in ((self.max_gm, f"m{(blocks - 1) % 2}"), (self.sum_gm, "l")):
             st = self.st_out.alloc_tensor("float32")

@@ -21,6 +21,8 @@ from npusim.ops.attention.fa_vector import FaVector
 from npusim.ops.attention.tiling import FlashAttentionTiling, flash_attention_tiling
 from npusim.ops.common import resolve_chip
 
+SLOTS = {"s": 3, "p": 2, "o": 2}     # a cube core's workspace slots of each kind (fa_cube.py)
+
 
 def slot_elements(t: FlashAttentionTiling) -> dict:
     """Elements of one S, P and O slot of a cube core's workspace."""
@@ -29,7 +31,8 @@ def slot_elements(t: FlashAttentionTiling) -> dict:
 
 def workspace_bytes(t: FlashAttentionTiling, itemsize: int) -> int:
     e = slot_elements(t)
-    return 2 * t.block_dim * (4 * e["s"] + itemsize * e["p"] + 4 * e["o"])
+    return t.block_dim * (4 * SLOTS["s"] * e["s"] + itemsize * SLOTS["p"] * e["p"]
+                          + 4 * SLOTS["o"] * e["o"])
 
 
 class FlashAttentionKernel(FaCube, FaVector, Kernel):
@@ -52,7 +55,7 @@ class FlashAttentionKernel(FaCube, FaVector, Kernel):
 
     def slot_at(self, kind: str, slot: int) -> int:
         """Element offset of this core's ``kind`` slot ``slot`` in its workspace tensor."""
-        return (2 * self.core + slot) * self.slots[kind]
+        return (SLOTS[kind] * self.core + slot) * self.slots[kind]
 
     def process(self):
         if is_aiv():
@@ -89,7 +92,8 @@ def flash_attention_score(query, key, value, atten_mask=None, *, head_num, scale
     ssum = gm.tensor("softmaxSum", "float32", b * n * s1 * 8)
     e = slot_elements(t)
     ws = {f"{kind}_ws": gm.tensor(f"ws.{kind.upper()}", "float32" if kind != "p" else dt,
-                                  2 * t.block_dim * e[kind]) for kind in ("s", "p", "o")}
+                                  SLOTS[kind] * t.block_dim * e[kind])
+          for kind in ("s", "p", "o")}
     run.launch(FlashAttentionKernel, block_dim=t.block_dim, name="FlashAttentionScore",
                args=dict(q=q, k=k, v=v, mask=mask, out=out, smax=smax, ssum=ssum, **ws,
                          tiling=t, scale=a.scale, dtype=dt.name))
