@@ -380,6 +380,25 @@ def loss_910(chip, which="log_softmax", **options):
     return calls[which]()
 
 
+def attention(chip, grad=False, **options):
+    """FlashAttentionScore (A2 only): a mix kernel, causal (rightDownCausal) with a one-column
+    last key block over 3 cube cores; or its grad: MemSet, the mix kernel with atomic adds (one
+    query block a head, so that every sum has one order), the post Muls + Cast."""
+    if npusim.load_chip(chip).product != "atlas-a2":
+        pytest.skip("aclnnFlashAttentionScore runs on Atlas A2 only")
+    rng = np.random.default_rng(25)
+    q, k, v, dy = (rng.standard_normal((1, s, 2, 64)).astype(bfloat16)
+                   for s in (100, 257, 257, 100))
+    mask = np.triu(np.ones((2048, 2048), np.uint8), 1)
+    kw = dict(head_num=2, scale_value=0.125, sparse_mode=3, chip=chip, tiling={"block_dim": 3})
+    fwd = ops.flash_attention_score(q, k, v, mask, **kw, **({} if grad else options))
+    if not grad:
+        return fwd
+    o = fwd.outputs
+    return ops.flash_attention_score_grad(q, k, v, dy, o["softmaxMax"], o["softmaxSum"],
+                                          o["attentionOut"], atten_mask=mask, **kw, **options)
+
+
 KERNELS = {
     "copy": lambda chip, **o: run_copy(chip, block_dim=2, tiles=4, **o)[0],
     "vector add": lambda chip, **o: run_vector("add", chip=chip, tiles=4, block_dim=2, **o),
@@ -442,6 +461,12 @@ KERNELS = {
     "nll_loss_backward: NLLLossGrad": lambda chip, **o: loss_910(chip, "nll_loss_backward", **o),
     "log_softmax_backward: LogSoftmaxGrad":
         lambda chip, **o: loss_910(chip, "log_softmax_backward", **o),
+    "flash_attention_score: mix kernel, causal mask": attention,
+    "softmax_backward: SoftmaxGrad, a 64-lane tail": lambda chip, **o: ops.softmax_backward(
+        *(np.random.default_rng(26).standard_normal((2, 3, 70)).astype(np.float16)
+          for _ in range(2)), chip=chip, tiling={"block_dim": 2, "row_factor": 2}, **o),
+    "flash_attention_score_grad: MemSet, mix kernel, post":
+        lambda chip, **o: attention(chip, True, **o),
 }
 
 

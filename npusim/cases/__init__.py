@@ -22,6 +22,10 @@ from npusim.cases.convolution_backward import CONVOLUTION
 from npusim.cases.cross_entropy_loss import CROSS_ENTROPY_LOSS
 from npusim.cases.cross_entropy_loss_grad import CROSS_ENTROPY_LOSS_GRAD
 from npusim.cases.embedding_dense_backward import EMBEDDING_DENSE_BACKWARD
+from npusim.cases.flash_attention_score import (
+    FLASH_ATTENTION_SCORE,
+    FLASH_ATTENTION_SCORE_GRAD,
+)
 from npusim.cases.foreach import FOREACH_ADD_LIST_V2, FOREACH_MUL_SCALAR_V2
 from npusim.cases.grouped_matmul import GROUPED_MATMUL
 from npusim.cases.matmul import MATMUL
@@ -39,6 +43,7 @@ from npusim.cases.nll_loss import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, NLL_LOSS, N
 from npusim.cases.relu import RELU
 from npusim.cases.rms_norm import RMS_NORM, RMS_NORM_GRAD
 from npusim.cases.silu_backward import SILU
+from npusim.cases.softmax_backward import SOFTMAX_BACKWARD
 from npusim.cases.swi_glu import SWI_GLU, SWI_GLU_GRAD
 from npusim.cases.threshold_backward import THRESHOLD_BACKWARD
 from npusim.errors import NpusimError
@@ -62,7 +67,10 @@ CASES = {case.name: case for case in (SILU, CONVOLUTION, MOE_TOKEN_PERMUTE_GRAD,
                                       # the MoE layer's operators (issue 41)
                                       GROUPED_MATMUL, MOE_GATING_TOP_K_SOFTMAX,
                                       MOE_TOKEN_PERMUTE, MOE_TOKEN_UNPERMUTE,
-                                      MOE_TOKEN_UNPERMUTE_GRAD)}
+                                      MOE_TOKEN_UNPERMUTE_GRAD,
+                                      # the MoE layer's attention core (issue 41)
+                                      FLASH_ATTENTION_SCORE, FLASH_ATTENTION_SCORE_GRAD,
+                                      SOFTMAX_BACKWARD)}
 # Kernels that are not aclnn operators but run like one (the validation table's CATLASS rows):
 # found by name, not listed among the operators.
 KERNEL_CASES = {CATLASS_MATMUL.name: CATLASS_MATMUL}

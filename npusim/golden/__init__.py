@@ -11,6 +11,10 @@ from npusim.golden.cross_entropy_loss import cross_entropy_loss
 from npusim.golden.cross_entropy_loss_grad import cross_entropy_loss_grad
 from npusim.golden.elementwise import add, muls, relu, threshold_backward
 from npusim.golden.embedding_dense_backward import embedding_dense_backward
+from npusim.golden.flash_attention_score import (
+    flash_attention_score,
+    flash_attention_score_grad,
+)
 from npusim.golden.foreach import foreach_add_list_v2, foreach_mul_scalar_v2
 from npusim.golden.grouped_matmul import grouped_matmul
 from npusim.golden.matmul import matmul
@@ -29,6 +33,7 @@ from npusim.golden.pooling import (
 from npusim.golden.pooling_mask import max_pool2d_with_mask, max_pool2d_with_mask_backward
 from npusim.golden.rms_norm import rms_norm, rms_norm_grad
 from npusim.golden.silu import silu_backward
+from npusim.golden.softmax_backward import softmax_backward
 from npusim.golden.swi_glu import swi_glu, swi_glu_grad
 
 __all__ = [
@@ -43,6 +48,8 @@ __all__ = [
     "cross_entropy_loss",
     "cross_entropy_loss_grad",
     "embedding_dense_backward",
+    "flash_attention_score",
+    "flash_attention_score_grad",
     "foreach_add_list_v2",
     "foreach_mul_scalar_v2",
     "grouped_matmul",
@@ -66,6 +73,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_grad",
     "silu_backward",
+    "softmax_backward",
     "swi_glu",
     "swi_glu_grad",
     "threshold_backward",
