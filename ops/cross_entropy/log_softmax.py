@@ -28,12 +28,10 @@ from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.engine.sequence import OpRun
 from npusim.errors import TilingError
-from npusim.isa.vector import RepeatParams
 from npusim.ops.common import resolve_chip, round_up
+from npusim.ops.common.broadcast import mul_by_block
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.cross_entropy.loss_kernel import (
-    FP32_PER_REPEAT,
-    MAX_REPEATS,
     CrossEntropyLossKernel,
 )
 from npusim.ops.cross_entropy.loss_tiling import cross_entropy_loss_tiling
@@ -43,19 +41,6 @@ from npusim.ops.cross_entropy.nll_args import (
     check_log_softmax,
     check_log_softmax_backward,
 )
-
-
-def mul_by_block(dst, src, block, count: int) -> None:
-    """dst = src x (the fp32 value broadcast in ``block``): Mul with src1 block stride 0."""
-    full, rest = divmod(count, FP32_PER_REPEAT)
-    for at in range(0, full, MAX_REPEATS):
-        n = min(MAX_REPEATS, full - at)
-        vec.mul(dst[at * FP32_PER_REPEAT], src[at * FP32_PER_REPEAT], block, repeat=RepeatParams(
-            mask=FP32_PER_REPEAT, repeat_times=n, src1_blk_stride=0, src1_rep_stride=0))
-    if rest:
-        at = full * FP32_PER_REPEAT
-        vec.mul(dst[at], src[at], block, repeat=RepeatParams(
-            mask=rest, repeat_times=1, src1_blk_stride=0, src1_rep_stride=0))
 
 
 class LogSoftmaxKernel(CrossEntropyLossKernel):

@@ -39,25 +39,12 @@ from npusim.dsl import vector as vec
 from npusim.dsl.broadcast import brcb
 from npusim.dsl.scalar_gm import gm_get_value, set_values
 from npusim.errors import MemoryAccessError
-from npusim.isa.vector import RepeatParams
 from npusim.ops.common import round_up
+from npusim.ops.common.broadcast import sub_by_block
 from npusim.ops.cross_entropy.kernel import sync
 from npusim.ops.cross_entropy.loss_tiling import ROW_LANES
 
 FP32_PER_REPEAT, MAX_REPEATS, SLOT = 64, 255, 8
-
-
-def sub_by_block(dst, src, block, count: int) -> None:
-    """dst = src - (the fp32 value broadcast in ``block``): Sub with src1 block stride 0."""
-    full, rest = divmod(count, FP32_PER_REPEAT)
-    for at in range(0, full, MAX_REPEATS):
-        n = min(MAX_REPEATS, full - at)
-        vec.sub(dst[at * FP32_PER_REPEAT], src[at * FP32_PER_REPEAT], block, repeat=RepeatParams(
-            mask=FP32_PER_REPEAT, repeat_times=n, src1_blk_stride=0, src1_rep_stride=0))
-    if rest:
-        at = full * FP32_PER_REPEAT
-        vec.sub(dst[at], src[at], block, repeat=RepeatParams(
-            mask=rest, repeat_times=1, src1_blk_stride=0, src1_rep_stride=0))
 
 
 class CrossEntropyLossKernel(Kernel):

@@ -34,9 +34,10 @@ from npusim.dsl.scalar_gm import gm_get_value, set_values
 from npusim.engine.sequence import OpRun
 from npusim.errors import MemoryAccessError
 from npusim.ops.common import resolve_chip, round_up
+from npusim.ops.common.broadcast import mul_by_block
 from npusim.ops.common.contiguous import to_gm
 from npusim.ops.cross_entropy.kernel import sync
-from npusim.ops.cross_entropy.log_softmax import core_rows, mul_by_block
+from npusim.ops.cross_entropy.log_softmax import core_rows
 from npusim.ops.cross_entropy.loss_kernel import SLOT, CrossEntropyLossKernel
 from npusim.ops.cross_entropy.loss_tiling import cross_entropy_loss_tiling, workspace_bytes
 from npusim.ops.cross_entropy.nll_args import (
