@@ -130,17 +130,7 @@ class FaCube:
 
     def mmad_out(self, rows, cols, k, dst, dst_stride, flag):
         """One Mmad of the loaded L0A x L0B, FixPipe fp32 to ``dst``, the flag of its kind."""
-        a2, b2 = self.a2.deque(), self.b2.deque()
-        c = self.co1.alloc_tensor("float32")
-        m16 = round_up(rows, FRAC)
-        cube.mmad(c, a2, b2, cube.MmadParams(m=m16, n=round_up(cols, FRAC), k=k))
-        self.a2.free_tensor(a2)
-        self.b2.free_tensor(b2)
-        self.co1.enque(c)
-        c = self.co1.deque()
-        cube.fixpipe(dst, c, cube.FixpipeParamsV220(m_size=rows, n_size=cols, src_stride=m16,
-                                                    dst_stride=dst_stride, quant_pre=QUANT))
-        self.co1.free_tensor(c)
+        mmad_fixpipe(self, rows, cols, k, dst, dst_stride)
         cross_core_set_flag(flag, Pipe.FIX)
 
 
@@ -149,3 +139,19 @@ def load_zz(a2, a1, mf: int, kf: int) -> None:
     for mb in range(mf):
         cube.load_data(a2[mb * kf * FRAC * FRAC], a1, cube.LoadData2DParams(
             start_index=mb, repeat_times=kf, src_stride=mf))
+
+
+def mmad_fixpipe(core, rows, cols, k, dst, dst_stride) -> None:
+    """One Mmad of the L0A x L0B tiles ``core`` loaded (its a2, b2 and co1 queues), then
+    FixPipe of the fp32 result to ``dst`` (GM workspace rows ``dst_stride`` apart)."""
+    a2, b2 = core.a2.deque(), core.b2.deque()
+    c = core.co1.alloc_tensor("float32")
+    m16 = round_up(rows, FRAC)
+    cube.mmad(c, a2, b2, cube.MmadParams(m=m16, n=round_up(cols, FRAC), k=k))
+    core.a2.free_tensor(a2)
+    core.b2.free_tensor(b2)
+    core.co1.enque(c)
+    c = core.co1.deque()
+    cube.fixpipe(dst, c, cube.FixpipeParamsV220(m_size=rows, n_size=cols, src_stride=m16,
+                                                dst_stride=dst_stride, quant_pre=QUANT))
+    core.co1.free_tensor(c)

@@ -29,7 +29,7 @@ from npusim.dsl import (
     set_atomic_add,
     set_atomic_none,
 )
-from npusim.ops.attention.fa_cube import FLAG_P, FLAG_S, QUANT, load_zz
+from npusim.ops.attention.fa_cube import FLAG_P, FLAG_S, load_zz, mmad_fixpipe
 from npusim.ops.attention.tiling import FRAC
 from npusim.ops.common import ceil_div, round_up
 
@@ -159,14 +159,4 @@ class FagCube:
 
     def mmad_fix(self, rows, cols, k, dst, dst_stride):
         """One Mmad of the loaded L0A x L0B; FixPipe fp32 to ``dst``."""
-        a2, b2 = self.a2.deque(), self.b2.deque()
-        c = self.co1.alloc_tensor("float32")
-        m16 = round_up(rows, FRAC)
-        cube.mmad(c, a2, b2, cube.MmadParams(m=m16, n=round_up(cols, FRAC), k=k))
-        self.a2.free_tensor(a2)
-        self.b2.free_tensor(b2)
-        self.co1.enque(c)
-        c = self.co1.deque()
-        cube.fixpipe(dst, c, cube.FixpipeParamsV220(m_size=rows, n_size=cols, src_stride=m16,
-                                                    dst_stride=dst_stride, quant_pre=QUANT))
-        self.co1.free_tensor(c)
+        mmad_fixpipe(self, rows, cols, k, dst, dst_stride)
