@@ -128,6 +128,32 @@ def test_the_host_layout_round_trips():
     assert np.array_equal(from_5hd(five, 20), a)
 
 
+def test_mask_pool_pair_on_5hd_is_the_aclnn_output_and_torchs():
+    """The training series' stem pool in graph mode: one TBE kernel each, no Cast or TransData;
+    out and gradInput read back equal the aclnn runs' bit for bit and torch's pool."""
+    params = {"kernel_size": "3", "stride": "2", "padding": "1"}
+    graph, aclnn = run_both("max_pool2d_with_mask", "atlas-training", (2, 20, 9, 11), params)
+    assert kernel_names(graph) == ["MaxPoolWithArgmaxV1"]
+    got = nchw(graph, "out")
+    assert_bit_equal(got, aclnn.result.outputs["out"], "out")
+    assert_bit_equal(graph.result.outputs["indices"], aclnn.result.outputs["indices"], "mask")
+    ref = F.max_pool2d(to_torch(graph.args[0]).float(), 3, 2, 1).numpy()
+    assert np.array_equal(got.astype(np.float32), ref)
+    assert graph.result.cycles < aclnn.result.cycles
+    back, aclnn_back = run_both("max_pool2d_with_mask_backward", "atlas-training",
+                                (2, 20, 9, 11), params)
+    assert kernel_names(back) == ["MaxPoolGradWithArgmaxV1"]
+    assert_bit_equal(nchw(back, "gradInput"), aclnn_back.result.outputs["gradInput"],
+                     "gradInput")
+    assert back.result.cycles < aclnn_back.result.cycles
+    case = CASES["max_pool2d_with_mask"]
+    with pytest.raises(ParamError, match="takes FLOAT16") as err:
+        run_case(case, "atlas-training", (1, 16, 6, 6), "float32",
+                 case.parse_params(params), form="5hd", numerics=False)
+    assert err.value.code == 161002
+    assert case.five_hd.applies((1, 16, 6, 6), "float32", case.parse_params(params))
+
+
 @pytest.mark.parametrize("name,params,dtype,match", [
     ("convolution", {"weight": "16x3", "groups": "2"}, "float16", "groups = 2"),
     ("convolution", {"weight": "16x3"}, "float32", "activations in float32"),

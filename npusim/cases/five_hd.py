@@ -10,10 +10,12 @@ them with their channel count, for ``to_nchw`` (the check against the golden, th
 - convolution, convolution_backward: Conv2D / Conv2DBackpropInput / Conv2DBackpropFilter
   (``ops/convolution/graph.py``; the weight's TransData kept).
 - batch_norm, batch_norm_backward: the TBE pairs (``ops/batch_norm/graph.py``).
+- max_pool2d_with_mask and its backward (the training series): MaxPoolWithArgmaxV1 /
+  MaxPoolGradWithArgmaxV1, fp16 (``ops/pooling/mask_graph.py``).
 - relu, threshold_backward, add: the same elementwise kernels over the C0-padded element count
   (``elementwise``): a 5HD tensor is a flat array like any other.
 
-Operators without one run as aclnn does in both formats (the study says so per call): the
+Operators without one run as aclnn does in both formats (the study says so per call): A2's
 pooling operators, whose CANN kernels read NCHW (NCDHW, ND), the GEMMs and the loss on ND, and
 the optimizer on flat parameters.
 """

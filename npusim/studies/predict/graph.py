@@ -4,19 +4,20 @@ own study points, and why the others keep their aclnn run.
 A framework in graph mode keeps activations and their gradients in NC1HWC0 between layers and
 runs no TransData of them. ``formats = "internal"`` predicts that: a call whose operator has a
 graph form (``npusim/cases/five_hd.py``: the convolutions, batch norm and their gradients, the
-elementwise operators on activations) runs it as a point of its own, simulated (and cached by
-the study-point cache) like any other; its time is that run's kernels. A call keeps its aclnn
-run when its operator has no graph form (the pooling operators, whose CANN kernels read NCHW;
-the GEMMs, the loss and the optimizer on ND or flat tensors), when the graph form does not take
-this call (``FiveHD.applies``), or when its aclnn run converts no activation and the graph form
-would do the same work (A2's BatchNormV3 on NCHW, an elementwise operator whose C is a multiple
-of C0): then the two formats share one run, and no second point is simulated.
+training series' mask pool pair, the elementwise operators on activations) runs it as a point of
+its own, simulated (and cached by the study-point cache) like any other; its time is that run's
+kernels. A call keeps its aclnn run when its operator has no graph form (the pooling operators,
+whose CANN kernels read NCHW; the GEMMs, the loss and the optimizer on ND or flat tensors), when
+the graph form does not take this call (``FiveHD.applies``), or when its aclnn run converts no
+activation and the graph form would do the same work (A2's BatchNormV3 on NCHW, an elementwise
+operator whose C is a multiple of C0): then the two formats share one run, and no second point
+is simulated.
 
 Not modelled: the TransData a graph would run around an operator whose kernel reads NCHW (A2's
 max pool and the global average pool, and the stem convolution's input images, which arrive
-NCHW), and the effect on the L2 of the conversions left out. The training series' max pool
-(MaxPoolWithArgmaxV1 and its gradient, on NC1HWC0 in CANN) has no graph form yet
-(``NOT_YET``): its aclnn run, TransData included, counts in both formats.
+NCHW), and the effect on the L2 of the conversions left out. An operator CANN runs on NC1HWC0
+but npusim has no graph form of would go in ``NOT_YET`` (its aclnn run, TransData included,
+counts in both formats); none is left.
 """
 
 from npusim.studies.predict.calls import is_conversion
@@ -31,10 +32,7 @@ NCHW_KERNELS = {
 }
 # CANN runs these on NC1HWC0, but npusim has no graph form of them yet: their aclnn runs, with
 # their TransData, count in graph mode too
-NOT_YET = {
-    "max_pool2d_with_mask": "MaxPoolWithArgmaxV1",
-    "max_pool2d_with_mask_backward": "MaxPoolGradWithArgmaxV1",
-}
+NOT_YET: dict = {}
 
 
 def plan(call, chip: str, rec, point: dict) -> tuple:
