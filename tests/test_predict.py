@@ -343,7 +343,7 @@ def test_the_shipped_workloads_load_and_name_every_call():
 
 
 BAD = {
-    "unknown op": ('op = "softmax_backward"', "unknown op 'softmax_backward'"),
+    "unknown op": ('op = "no_such_op"', "unknown op 'no_such_op'"),
     "bad shape": ('shape = "4by4"', "does not parse"),
     "missing field": (None, "missing key 'count'"),
     "unsupported dtype": ('dtype = "int8"', "does not take dtype"),

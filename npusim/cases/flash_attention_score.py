@@ -16,6 +16,9 @@ def _dims(shape, what: str) -> tuple:
     if len(shape) != 4:
         raise NpusimError(f"{what}: shape {'x'.join(map(str, shape))}: BxSxNxD (BSND), four "
                           "sizes")
+    if 0 in shape:       # the operator refuses it too (B, S, N and D at least 1)
+        raise NpusimError(f"{what}: shape {'x'.join(map(str, shape))} has a zero dimension; "
+                          "B, S, N and D are at least 1")
     return shape
 
 
