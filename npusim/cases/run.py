@@ -148,7 +148,8 @@ def _compare(got, expected) -> tuple:
         diff = ~((a == b) | (np.isnan(a) & np.isnan(b)))
         if diff.any():
             bad += int(diff.sum())
-            worst = max(worst, float(np.nanmax(np.abs(a - b)[diff], initial=0.0)))
+            with np.errstate(invalid="ignore"):     # inf - inf where one side is NaN
+                worst = max(worst, float(np.nanmax(np.abs(a - b)[diff], initial=0.0)))
     if not bad:
         return True, "bit-identical to the golden"
     return False, f"MISMATCH: {bad:,} of {got.size:,} elements differ (max |d| {worst:g})"
