@@ -15,9 +15,7 @@ is simulated.
 
 Not modelled: the TransData a graph would run around an operator whose kernel reads NCHW (A2's
 max pool and the global average pool, and the stem convolution's input images, which arrive
-NCHW), and the effect on the L2 of the conversions left out. An operator CANN runs on NC1HWC0
-but npusim has no graph form of would go in ``NOT_YET`` (its aclnn run, TransData included,
-counts in both formats); none is left.
+NCHW), and the effect on the L2 of the conversions left out.
 """
 
 from npusim.studies.predict.calls import is_conversion
@@ -30,9 +28,6 @@ NCHW_KERNELS = {
     "matmul": "the GEMM runs on ND (its TransData to and from FRACTAL_NZ on the training "
               "series are the GEMM's own formats, not NC1HWC0's, and stay)",
 }
-# CANN runs these on NC1HWC0, but npusim has no graph form of them yet: their aclnn runs, with
-# their TransData, count in graph mode too
-NOT_YET: dict = {}
 
 
 def plan(call, chip: str, rec, point: dict) -> tuple:
@@ -43,9 +38,6 @@ def plan(call, chip: str, rec, point: dict) -> tuple:
         return None, ""
     case = find_case(call.op)
     if case.five_hd is None:
-        if call.op in NOT_YET:
-            return None, (f"no graph form yet: CANN's {NOT_YET[call.op]} takes NC1HWC0, but "
-                          "npusim runs it only as aclnn does, its TransData counted")
         return None, ("no graph form: " + NCHW_KERNELS[call.op] if call.op in NCHW_KERNELS
                       else f"no graph form: {call.op} runs on ND or flat tensors")
     dtype = call.dtype_for(chip)
