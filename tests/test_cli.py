@@ -231,12 +231,14 @@ def test_the_equivalence_script_records_a_command_and_finds_a_change(tmp_path):
 
 def test_bench_predict_group_runs_resnet50_at_two_batches():
     """``bench --group predict`` (minutes: not run here): ResNet-50 at batch 32 and 256 with
-    --jobs 2, each a case of its own; the rows carry CPU seconds beside the wall time."""
+    --jobs 2, whole and --fast, each a case of its own; the rows carry CPU seconds beside the
+    wall time."""
     from npusim.face import bench_memory
     from npusim.face.bench import GROUPS
 
-    assert "predict" in GROUPS
+    assert "predict" in GROUPS and "fast" in GROUPS
     cases = list(bench_memory.predict_cases(quick=False))
-    assert [kw["batch"] for _, _, kw, _ in cases] == [32, 256]
+    assert [(kw["batch"], kw.get("fast", False)) for _, _, kw, _ in cases] == [
+        (32, False), (32, True), (256, False), (256, True)]
     assert all(kw["jobs"] == 2 and kw["workload"] == "resnet50-backward"
                for _, _, kw, _ in cases)

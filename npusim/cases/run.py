@@ -23,6 +23,7 @@ import numpy as np
 
 from npusim.cases.common import OpCase
 from npusim.chip import load_chip
+from npusim.engine.fast import fast_runs
 from npusim.errors import NpusimError
 from npusim.golden.atomic import AtomicSum
 
@@ -65,12 +66,19 @@ def _make(case: OpCase, shape, dtype: str, params: dict, rng) -> tuple:
 def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None,
              mode: str = "timed", seed: int = 0, trace: bool = True,
              numerics: bool = True, sanitize: bool = True, check: bool = True,
-             form: str = "aclnn") -> CaseRun:
+             form: str = "aclnn", fast: bool = False) -> CaseRun:
     """Make seeded inputs, run ``case`` on ``chip`` and check it against the golden (not
     with ``numerics=False``: a timing-only run computes no outputs; not with ``check=False``:
     the outputs are computed, the golden is not, and the run says so). ``form="5hd"`` runs
     the case's graph form (``npusim/cases/five_hd.py``) instead of its aclnn operator; its
-    NC1HWC0 outputs are read back as NCHW for the check."""
+    NC1HWC0 outputs are read back as NCHW for the check. ``fast=True`` (timing only: no
+    numerics, no sanitizer) leaves the repeated periods of the kernels' steady loops out of
+    the run (``npusim/engine/fast.py``), an approximation whose error ``npusim bench --group
+    fast`` measures."""
+    if fast and (numerics or sanitize):
+        raise NpusimError(f"fast=True with numerics={numerics}, sanitize={sanitize}: a fast run "
+                          "leaves iterations out, so it is timing only; pass numerics=False and "
+                          "sanitize=False")
     chip = load_chip(chip)
     rng = np.random.default_rng(seed)
     args, kwargs = _make(case, shape, dtype, params, rng)
@@ -78,15 +86,8 @@ def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None
                   args=args, kwargs=kwargs)
     options = dict(chip=chip, tiling=tiling or None, mode=mode, trace=trace,
                    numerics=numerics, sanitize=sanitize)
-    if form == "5hd":
-        if case.five_hd is None:
-            raise NpusimError(f"{case.name} has no graph form on NC1HWC0 (form 5hd); "
-                              "run it as aclnn does")
-        run.result = case.five_hd.run(args, kwargs, **options)
-    elif form == "aclnn":
-        run.result = case.function()(*args, **kwargs, **options)
-    else:
-        raise NpusimError(f"form {form!r}: aclnn or 5hd")
+    with fast_runs(fast):
+        run.result = _run_form(case, form, args, kwargs, options)
     if numerics and not check:
         run.checks = [("-", True, "not checked (--check off): outputs computed, not compared "
                        "with the golden")]
@@ -94,6 +95,18 @@ def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None
         seen = run.result if form == "aclnn" else case.five_hd.to_nchw(run.result, args, kwargs)
         run.checks = check_outputs(case, args, kwargs, seen)
     return run
+
+
+def _run_form(case: OpCase, form: str, args, kwargs, options: dict):
+    """The aclnn operator's run, or its graph form's on NC1HWC0 (``form="5hd"``)."""
+    if form == "5hd":
+        if case.five_hd is None:
+            raise NpusimError(f"{case.name} has no graph form on NC1HWC0 (form 5hd); "
+                              "run it as aclnn does")
+        return case.five_hd.run(args, kwargs, **options)
+    if form == "aclnn":
+        return case.function()(*args, **kwargs, **options)
+    raise NpusimError(f"form {form!r}: aclnn or 5hd")
 
 
 def check_outputs(case: OpCase, args, kwargs, result) -> list:

@@ -29,6 +29,7 @@ from npusim.dsl.core import (
                              wait_flag,
 )
 from npusim.dsl.pipe import Kernel, TPipe
+from npusim.dsl.steady import steady
 from npusim.engine.memory import GlobalTensor, LocalTensor
 from npusim.isa.base import Pipe
 
@@ -37,6 +38,6 @@ __all__ = [
     "HardEvent", "TBuf", "TPosition", "TQue", "cross_core_set_flag", "cross_core_wait_flag",
     "data_copy", "data_copy_pad", "get_block_idx", "get_block_num", "get_sub_block_idx",
     "get_value", "is_aic", "is_aiv", "pipe_barrier", "scalar_ops", "set_atomic_add",
-    "set_atomic_none", "set_flag", "set_value", "sync_all", "wait_flag", "Kernel", "TPipe",
-    "Pipe", "GlobalTensor", "LocalTensor",
+    "set_atomic_none", "set_flag", "set_value", "steady", "sync_all", "wait_flag", "Kernel",
+    "TPipe", "Pipe", "GlobalTensor", "LocalTensor",
 ]

@@ -30,6 +30,9 @@ class CoreContext:
         self.stream: list = []
         self.issued: dict = {}   # operand key -> the instruction issued under it (issue_same)
         self.checked: set = set()   # ids of objects issue_again has checked on this core
+        self.fast = False        # a fast run: steady loops leave out repeated periods
+        self.steady_depth = 0    # steady loops open (npusim/dsl/steady.py)
+        self.fresh_allocs = 0    # allocs of a queue buffer not used before (no wait)
 
     def issue(self, inst):
         return issue_on(self, inst)

@@ -323,6 +323,8 @@ class TQue:
         if slot.freed:
             issue_again(ctx, slot.alloc_wait)
             slot.freed = False
+        else:                  # a buffer not used before: the queue is still filling
+            ctx.fresh_allocs += 1
         slot.busy, slot.handed = True, False
         issue_again(ctx, slot.alloc_mark)
         return _typed(slot.tensors, dtype, self._buffer, slot.addr, self.length, self.name)

@@ -20,6 +20,7 @@ from npusim.errors import NpusimError
 
 SCALAR_KIND = {"Swait": "flag", "Sset": "flag", "Sxset": "cross-core flag",
                "Sxwait": "cross-core flag", "Sbarrier": "barrier", "Ssyncall": "SyncAll"}
+STEADY = "steady state"   # a fast run's left-out iterations (isa/steady.py), shared out
 PIPE_KIND = {"s": "flag", "w": "flag", "X": "cross-core flag", "W": "cross-core flag",
              "b": "barrier"}
 
@@ -46,9 +47,22 @@ class KernelPath:
     edges: Counter = field(default_factory=Counter)
 
     def by_what(self) -> Counter:
-        out = Counter()
+        """Cycles per what. A fast run's steady skips (``STEADY`` steps: the iterations it
+        left out) are shared out as the rest of the kernel's path is, launch aside: the
+        left-out iterations are taken to be limited as the recorded ones were."""
+        out, steady = Counter(), 0.0
         for s in self.steps:
-            out[s.what] += s.cycles
+            if s.what == STEADY:
+                steady += s.cycles
+            else:
+                out[s.what] += s.cycles
+        if steady:
+            basis = {w: c for w, c in out.items() if w not in ("launch", "stream gap")}
+            total = sum(basis.values())
+            if total <= 0:
+                out[STEADY] += steady
+            for w, c in basis.items():
+                out[w] += steady * c / total
         return out
 
 
@@ -184,13 +198,15 @@ def _end_step(graph, t, i):
     body *= t.scale.get(graph.pipe[i], 1.0)
     own = start + body + (head if start > last + EPS else 0.0)
     if own >= end - EPS:
-        return graph.pipe[i], ("s", i), None
+        return (STEADY if graph.inst[i].kind == "skip" else graph.pipe[i]), ("s", i), None
     g = graph.gm[i]
     a = graph.gaprev[g]
     if a >= 0 and t.end[graph.grec[a]] > start and t.end[graph.grec[a]] + body >= end - EPS:
         return "atomic add", ("e", graph.grec[a]), "atomic"
     if graph.ghbm[g] > 0 and t.hbm[g] >= end - EPS:
         return None, ("hbm", g), None
+    if t.l2[g] < end - EPS:    # queued behind the transfers a fast run left out (isa/steady.py)
+        return "GM bandwidth", ("l2", g), None
     return None, ("l2", g), None
 
 

@@ -35,7 +35,8 @@ from npusim.errors import NpusimError
 
 NX_MAX_NODES = 200_000   # records up to which to_networkx builds a networkx graph
 DRAIN_SEARCH = 64       # instructions back from a barrier searched for the one it waited for
-PIPE_KIND = {"exec": "x", "set": "s", "wait": "w", "xset": "X", "xwait": "W", "barrier": "b"}
+PIPE_KIND = {"exec": "x", "set": "s", "wait": "w", "xset": "X", "xwait": "W", "barrier": "b",
+             "skip": "x"}   # a fast run's steady skip (isa/steady.py) is the pipe's own time
 
 
 class RunGraph:

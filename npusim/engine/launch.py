@@ -24,6 +24,7 @@ from npusim.chip import load_chip
 from npusim.dsl.context import CoreContext, recording
 from npusim.engine.beside import start as start_beside
 from npusim.engine.beside import start_checker
+from npusim.engine.fast import fast_launch
 from npusim.engine.functional import run_functional
 from npusim.engine.gc_pause import gc_paused
 from npusim.engine.gm_writes import check as check_gm_writes
@@ -118,11 +119,14 @@ def _zero_buffers(specs: list[CoreSpec]) -> None:
             buf.data[:] = 0
 
 
-def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool) -> None:
-    """Run the kernel's Python once per core, filling each spec's stream."""
+def record(kernel_cls, chip, specs: list[CoreSpec], args: dict, eager: bool,
+           fast: bool = False) -> None:
+    """Run the kernel's Python once per core, filling each spec's stream (``fast``: its
+    steady loops leave out repeated periods, ``npusim/dsl/steady.py``)."""
     for spec in specs:
         ctx = CoreContext(chip, spec.label, spec.kind, spec.block_idx, spec.block_num,
                           spec.buffers, spec.pipes, eager=eager, sub_block_idx=spec.sub_block_idx)
+        ctx.fast = fast
         try:
             with recording(ctx):
                 kernel = kernel_cls()
@@ -270,7 +274,9 @@ def _launch(kernel_cls, *, chip, block_dim: int, gm, args: dict, outputs: dict,
     if eager or mode != "timed":       # else the timed run copies the inputs in (_run_timed)
         gm.load_inputs()
     snapshot = gm.data.copy() if eager and mode == "timed" else None
-    record(kernel_cls, chip, specs, args, eager)
+    fast = fast_launch(mode=mode, numerics=numerics, sanitize=sanitize, jitter=jitter,
+                       eager=eager)
+    record(kernel_cls, chip, specs, args, eager, fast)
     if sanitize:
         check_gm_writes(specs, gm)      # two cores writing the same GM bytes
     t_record = time.perf_counter()

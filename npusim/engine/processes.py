@@ -1,8 +1,13 @@
 """The SimPy processes of the timed run: a pipe draining its queue, the scalar replaying issues.
 
 See ``npusim/engine/timed.py`` for the model. Both are plain generators yielding SimPy events; the
-engine, core and pipe objects they work on are defined there.
+engine, core and pipe objects they work on are defined there. A fast run's steady-state markers
+(``isa/steady.py``) are handled here too: ticks ride with the buffer marks, skips take the
+rare paths.
 """
+
+from npusim.isa.steady import SteadyTick
+
 
 class _Stop:
     """The scalar's last entry in every pipe queue: the pipe ends there."""
@@ -78,9 +83,12 @@ def pipe_process(engine, pipe):
 
 def _pop_mark(engine, pipe, inst, t_issue) -> None:
     """A buffer mark leaves the queue (it took no entry): traced at the later of now and its
-    issue."""
+    issue. A steady loop's tick notes when the pipe reached it and its busy cycles then."""
     pipe.marks -= 1
-    if engine.tracer is not None:
+    if inst.__class__ is SteadyTick:
+        pipe.ticks.append((max(engine.env.now, t_issue), pipe.busy_cycles, pipe.gm_bytes,
+                           pipe.hbm_bytes, pipe.gm_moves))
+    elif engine.tracer is not None:
         engine.tracer.mark(pipe.core.index, inst, max(engine.env.now, t_issue))
     if not pipe.queue and pipe.idle_waiters:
         _notify_idle(pipe)
@@ -109,8 +117,59 @@ def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
         if end > start:
             yield env.timeout(end - start)
         _exec_done(engine, pipe, inst, t_issue, start, end, clock)
+    elif inst.kind == "skip":
+        yield from _pipe_skip(engine, pipe, inst, t_issue)
     else:
         yield from _run_sync(engine, pipe, inst, t_issue, clock)
+
+
+def _pace(inst, now: float, pipe) -> tuple | None:
+    """(cycles, busy cycles, GM bytes, HBM bytes, GM moves) per iteration left out by a steady
+    skip the pipe reaches ``now``: those of the ``measured`` iterations before it (since the
+    tick that far back), or, when another pipe of the core was in a skip during them (the pipe
+    may have waited on it), the pace it measured at an earlier skip of the same iterations, if
+    any (isa/steady.py). None: no tick to measure from."""
+    ticks, core = pipe.ticks, pipe.core
+    if len(ticks) < inst.measured:
+        return None
+    t0, busy, gm, hbm, moves = ticks[-inst.measured]
+    if t0 < core.skip_until - 1e-9 and inst.template in pipe.paces:
+        return pipe.paces[inst.template]
+    n = inst.measured
+    pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
+            (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n)
+    if t0 >= core.skip_until - 1e-9:
+        pipe.paces[inst.template] = pace
+    return pace
+
+
+def _pipe_skip(engine, pipe, inst, t_issue):
+    """A steady skip on a pipe: the pipe stays on it for the iterations left out at its pace
+    (``_pace``), counts their busy cycles, and reserves the shared L2 and HBM for their
+    transfers one at a time, evenly over the skip, so the other pipes' transfers meet that
+    traffic about when they would have (isa/steady.py)."""
+    env = engine.env
+    start = env.now
+    pace = _pace(inst, start, pipe)
+    left = inst.period * inst.repeats
+    shift = inst.cycles[0] = max(0.0, left * pace[0]) if pace is not None else 0.0
+    if shift > 0:
+        pipe.core.skip_until = max(pipe.core.skip_until, start + shift)
+        pipe.busy_cycles += left * pace[1]
+        count = round(left * pace[4])
+        if count:
+            gm, hbm = left * pace[2], left * pace[3]
+            for k in range(count):
+                engine.bw.reserve(env.now, gm / count, hbm / count)
+                yield env.timeout(max(0.0, start + (k + 1) * shift / count - env.now))
+            pipe.gm_bytes += gm
+            pipe.hbm_bytes += hbm
+            pipe.gm_moves += count
+        yield env.timeout(max(0.0, start + shift - env.now))
+    pipe.last_end += shift
+    if engine.tracer is not None:
+        engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start,
+                                      start + shift))
 
 
 def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
@@ -191,6 +250,9 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         hbm0 = bw.hbm_bytes
         nbytes = inst.charged_bytes(chip)
         end = max(end, bw.transfer(start, inst.gm_blocks(), nbytes, inst.gm_write))
+        pipe.gm_bytes += nbytes                 # for a fast run's steady skips
+        pipe.gm_moves += 1
+        pipe.hbm_bytes += bw.hbm_bytes - hbm0
         key = None
         if getattr(inst, "serialises_at_l2", False):   # npusim/engine/atomic_lines.py
             key = inst.gm_span()
@@ -342,7 +404,15 @@ def _park(core, pipe) -> None:
 
 
 def _push_mark(engine, core, inst, t) -> None:
-    """Buffer marks ride in their pipe's queue (taking no entry) or, on S, are traced at once."""
+    """Buffer marks ride in their pipe's queue (taking no entry) or, on S, are traced at once.
+    A steady loop's tick is noted by the scalar and rides in every pipe's queue."""
+    if inst.__class__ is SteadyTick:
+        core.ticks.append(t)
+        for pipe in core.pipes.values():
+            if pipe.name != "S":
+                pipe.marks += 1
+                pipe.push(inst, t)
+        return
     if inst.pipe == "S":
         if engine.tracer is not None:
             engine.tracer.mark(core.index, inst, t)
@@ -381,6 +451,10 @@ def _scalar_inst(engine, core, inst):
             inst.execute()
         if san is not None:
             san.on_exec(i, "S", inst)
+    elif kind == "skip":
+        # The scalar does not wait out a steady skip: it runs ahead of the pipes, whose queues
+        # hold it back, and the pipes' own skips carry the time (isa/steady.py).
+        inst.cycles[0] = 0.0
 
 
 def _sync_all(engine, core):

@@ -135,11 +135,15 @@ class Result:
 def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     """Build the stats dict from the recorded streams and, for a timed run, the engine."""
     counts, by_path, instructions = Counter(), Counter(), 0
+    left_out = Counter()
     for spec in specs:
         by_type = Counter(map(type, spec.stream))
         movers = set()
         for cls, n in by_type.items():
             if cls.kind == "mark":
+                continue
+            if cls.kind == "skip":      # a fast run's steady skips: what they left out
+                _add_left_out(spec.stream, left_out)
                 continue
             instructions += n
             counts[cls.name] += n
@@ -151,17 +155,30 @@ def collect_stats(chip, specs, tracer, cycles: float, engine=None) -> dict:
     for spec in specs:
         for buf, used in spec.used_bytes.items():
             peak[buf] = max(peak.get(buf, 0), used)
+    if left_out:
+        counts.update(left_out)
+        instructions += sum(left_out.values())
     stats = {"cores": len(specs), "core_labels": [s.label for s in specs],
              "core_pipes": {s.label: list(s.pipes) for s in specs},
              "instructions": instructions,
              "instruction_counts": dict(sorted(counts.items())),
              "bytes_by_path": dict(sorted(by_path.items())), "peak_bytes": peak,
              "peak_bytes_per_core": {s.label: dict(s.used_bytes) for s in specs}}
+    if left_out:     # counted above; their bytes by path are not
+        stats["fast"] = {"instructions_left_out": sum(left_out.values())}
     if engine is not None:
         stats.update(_timed_stats(engine, cycles))
     if tracer is not None:
         stats["peak_live_bytes"] = _peak_live(tracer, specs)
     return stats
+
+
+def _add_left_out(stream, left_out: Counter) -> None:
+    """The instructions a fast run's steady skips left out of ``stream``, by name (the
+    scalar's skip carries them: isa/steady.py)."""
+    for inst in stream:
+        if inst.kind == "skip" and inst.pipe == "S":
+            left_out.update(inst.skipped)
 
 
 def _add_moved_bytes(stream, movers: set, by_path: Counter) -> None:

@@ -264,6 +264,8 @@ def _kernel_entry(part: KernelRun) -> dict:
                                      if "atomic add" in path)}
     if "peak_live_bytes" in r.stats:
         entry["peak_live_bytes"] = r.stats["peak_live_bytes"]
+    if "fast" in r.stats:       # a fast run's steady skips (npusim/dsl/steady.py)
+        entry["fast"] = r.stats["fast"]
     return entry
 
 

@@ -80,6 +80,11 @@ class PipeSim:
         self.blocked_on = None
         self.last_inst = None
         self.done = False
+        self.ticks: list = []     # (time, busy cycles, GM bytes, HBM bytes, moves) at each
+        self.gm_bytes = 0.0       # steady loop tick (fast runs), and those counts so far
+        self.hbm_bytes = 0.0
+        self.gm_moves = 0
+        self.paces: dict = {}     # steady skip template -> its pace here (processes._pace)
         self.full_reason = ("queue full", f"PIPE-{name}")   # what a scalar blocked here waits on
 
     def push(self, inst, t: float, clock=None) -> None:
@@ -112,6 +117,8 @@ class CoreSim:
         self.issue_pos, self.issue_t = 0, 0.0   # the scalar's place in the stream, its clock
         self.scalar_wake = None
         self.san = None           # the race detector, when it follows this core
+        self.ticks: list = []     # the scalar's clock at each steady loop tick (fast runs)
+        self.skip_until = 0.0     # when the last steady skip of any of its pipes ends
 
     # flags: per key, the times at which its pending sets become visible --------------------
     def set_flag(self, key, visible_at: float) -> None:

@@ -41,7 +41,7 @@ import time
 from npusim.errors import NpusimError
 from npusim.face import interrupt
 
-GROUPS = ("micro", "standard", "ops", "large", "explain", "memory", "predict")
+GROUPS = ("micro", "standard", "ops", "large", "explain", "memory", "predict", "fast")
 DEFAULT_GROUPS = ("micro", "standard", "ops")
 
 
@@ -196,7 +196,14 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
         raise NpusimError(f"bench group {unknown[0]!r}: allowed {', '.join(GROUPS)}")
     before = load_rows(against) if against else None
     rows = []
-    print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
+    fast = None
+    if "fast" in groups:             # its own table: whole against fast, case by case
+        from npusim.face.bench_fast import run_fast_bench
+
+        fast = run_fast_bench(quick)
+        groups = [g for g in groups if g != "fast"]
+    if groups:
+        print(f"{'case':<52}{'instr':>10}{'wall s':>9}{'instr/s':>10}{'RSS MB':>9}  notes")
     from npusim.face import bench_memory
 
     makers = {"micro": _micro, "standard": _standard, "ops": _ops, "large": _large,
@@ -218,7 +225,8 @@ def run_bench(quick: bool = False, groups=DEFAULT_GROUPS, json_path=None,
         _print_geomean(rows)
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"quick": quick, "rows": rows}, f, indent=1)
+            json.dump({"quick": quick, "rows": rows, **({"fast": fast} if fast else {})}, f,
+                      indent=1)
             f.write("\n")
         print(f"wrote {json_path}")
     return 1 if any("error" in r for r in rows) else 0

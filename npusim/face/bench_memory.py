@@ -47,14 +47,18 @@ def checked_run(op: str, shape, params: dict, **options):
 
 def predict_cases(quick: bool):
     """``npusim bench --group predict``: ResNet-50's backward step at batch 32 and 256 on both
-    default chips with ``--jobs 2``, each a process of its own; the peak RSS is the largest of
-    the process and its workers. The cache of points is off (every point simulated)."""
+    default chips with ``--jobs 2``, whole and ``--fast``, each a process of its own; the peak
+    RSS is the largest of the process and its workers. The cache of points is off (every
+    point simulated)."""
     for batch in (8, 32) if quick else (32, 256):
         yield f"predict resnet50-backward at batch {batch}, --jobs 2", prediction, dict(
             workload="resnet50-backward", batch=batch, jobs=2), False
+        yield f"predict resnet50-backward at batch {batch}, --jobs 2 --fast", prediction, dict(
+            workload="resnet50-backward", batch=batch, jobs=2, fast=True), False
 
 
-def prediction(workload: str, batch: int | None = None, jobs: int = 1, **options):
+def prediction(workload: str, batch: int | None = None, jobs: int = 1, fast: bool = False,
+               **options):
     """``npusim predict WORKLOAD --jobs N --no-cache`` (``batch``: every call's leading
     dimension)."""
     from npusim.studies import cache
@@ -71,7 +75,7 @@ def prediction(workload: str, batch: int | None = None, jobs: int = 1, **options
         counted[0] += sum((record.get("instruction_counts") or {}).values())
 
     with cache.disabled():
-        predict(wl, jobs=jobs, on_record=count)
+        predict(wl, jobs=jobs, on_record=count, fast=fast)
     return SimpleNamespace(stats={"instructions": counted[0],
                                   "wall_seconds": {"total": time.perf_counter() - t0}},
                            cycles=None, mode="timed")

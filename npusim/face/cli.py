@@ -145,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", metavar="N", help="rescale the workload to batch N (its calls "
                    "declare their batch dimension; the shipped workloads do)")
     _executor_arguments(p)
+    _fast_argument(p)
     p.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
     p.set_defaults(func=commands.predict_command)
     p = sub.add_parser("validate", help="predictions against published hardware "
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
                        "the measured one). Exits 1 when a counted row or a pair is outside "
                        "its tolerance.")
     _executor_arguments(p)
+    _fast_argument(p)
     p.add_argument("--skip-slow", action="store_true",
                    help="leave out the rows marked slow (the 6144^3 and 8192^3 GEMMs)")
     p.add_argument("--table", metavar="FILE", help="another table of the same form")
@@ -196,14 +198,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller cases")
     p.add_argument("--group", action="append",
                    choices=("micro", "standard", "ops", "large", "explain", "memory",
-                            "predict"),
+                            "predict", "fast"),
                    help="only these groups (repeat; default micro, standard and ops): the "
                    "engine's micro-kernels, the standard speed cases, every operator at its "
                    "default size; large (minutes): SiluBackward 32M and the 6144^3 1x1 conv "
                    "with numerics; explain: the standard cases with --explain (with large: "
                    "also the 6144^3 conv); memory (half an hour): the peak RSS of the large "
                    "runs of docs/guide/memory.md; predict (minutes): ResNet-50 at batch 32 "
-                   "and 256 on both chips, --jobs 2")
+                   "and 256 on both chips, --jobs 2, whole and --fast; fast (an hour): every "
+                   "validation row and the batch-256 3x3 point, whole and fast, their "
+                   "difference in cycles and wall time")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
@@ -324,6 +328,13 @@ def _case_arguments(p, case) -> None:
                    help=f"one of {', '.join(case.dtypes)} (default {case.dtypes[0]})")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="an operator parameter (listed below); repeat for more")
+
+
+def _fast_argument(p) -> None:
+    p.add_argument("--fast", action="store_true", help="leave out the repeated periods of "
+                   "the kernels' steady tile loops, advancing each pipe by the pace of the "
+                   "periods it ran: an approximation (npusim bench --group fast measures its "
+                   "error), a few times faster on large points")
 
 
 def _executor_arguments(p) -> None:

@@ -52,7 +52,8 @@ def predict_command(args) -> int:
         bar = Bar(modelled, 0, label="predict")
         try:
             result = predict(wl, chips, jobs=args.jobs or default_jobs(), scheduler=client,
-                             on_record=lambda i, r: bar.step(), on_more=bar.grow)
+                             on_record=lambda i, r: bar.step(), on_more=bar.grow,
+                             fast=args.fast)
         finally:
             bar.close()
             if client is not None:
@@ -82,7 +83,8 @@ def validate_command(args) -> int:
     rows = load_table(args.table)
     todo = {r.key() for r in rows if not (args.skip_slow and r.slow)}
     result = _study(args, len(todo), "validate",
-                    lambda **kw: validate(rows, slow=not args.skip_slow, **kw),
+                    lambda **kw: validate(rows, slow=not args.skip_slow, fast=args.fast,
+                                          **kw),
                     text_lines, write_validation)
     if args.record and not args.table:
         print(f"recorded the table's figures in {write_status(result)}")

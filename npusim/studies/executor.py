@@ -79,8 +79,9 @@ def _run(point: dict, record: dict):
                    trace="path" if point.get("explain") else False,   # each kernel's path only
                    check=bool(point.get("check")),     # the golden only when asked for
                    form=point.get("form", "aclnn"))    # the graph form on NC1HWC0: "5hd"
+    fast = bool(point.get("fast")) and not numerics    # a fast run is timing only
     try:   # a timing-only point skips the sanitizer too (same cycles, far less memory)
-        return run_case(*run_args, numerics=numerics, sanitize=numerics, **options)
+        return run_case(*run_args, numerics=numerics, sanitize=numerics, fast=fast, **options)
     except NumericsRequiredError:
         if numerics:
             raise
@@ -105,6 +106,10 @@ def _fill(record: dict, run, point: dict) -> None:
                             "wait_cycles": int(k.get("wait_cycles", 0))}
                            for k in run.result.stats.get("kernels", [])],
                   instruction_counts=dict(run.result.stats.get("instruction_counts") or {}))
+    if point.get("fast"):     # what the steady skips left out (npusim/dsl/steady.py)
+        record["fast"] = {"instructions_left_out": sum(
+            k.get("fast", {}).get("instructions_left_out", 0)
+            for k in run.result.stats.get("kernels", []))}
     if point.get("explain"):
         path = run.result.critical_path()
         record["path"] = path_shares(run.result, path=path)
@@ -126,12 +131,15 @@ def path_shares(result, top: int = 3, path=None) -> list:
 
 
 def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
-               on_record=None) -> list:
+               on_record=None, fast: bool = False) -> list:
     """Run ``points``; call ``on_record(index, record)`` as each finishes; return the records
     in the points' order. A point simulated before (same point, chip file and code) is read
-    from the cache (``npusim/studies/cache.py``) instead, unless ``NPUSIM_NO_CACHE=1``."""
+    from the cache (``npusim/studies/cache.py``) instead, unless ``NPUSIM_NO_CACHE=1``.
+    ``fast``: every timing-only point is a fast run (``npusim/engine/fast.py``)."""
     from npusim.studies import cache
 
+    if fast:
+        points = [{**p, "fast": True} for p in points]
     records = [None] * len(points)
     todo = []
 

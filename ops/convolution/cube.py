@@ -59,7 +59,9 @@ from npusim.dsl import (
     cube,
     current,
     data_copy,
+    get_block_num,
     set_flag,
+    steady,
     wait_flag,
 )
 from npusim.dsl import vector as vec
@@ -105,21 +107,36 @@ class DxKernel(ConvCubeKernel):
     def process(self):
         t, p = self.t, self.p
         mbs, nbs = ceil_div(self.hw, dx_task_m(t)), ceil_div(self.n16, t.dx_base_n)
-        slices = p.n * p.out_dhw[0]
-        for i in self.tasks(p.groups * slices * mbs * nbs):
-            if t.dx_b1_keep:   # N block by N block: a core's next task reuses its weight
-                rest, mb = divmod(i, mbs)
-                rest, nd = divmod(rest, slices)
-                g, nb = divmod(rest, nbs)
-                n, di = divmod(nd, p.out_dhw[0])
-            else:
-                rest, nb = divmod(i, nbs)
-                rest, mb = divmod(rest, mbs)
-                rest, di = divmod(rest, p.out_dhw[0])
-                n, g = divmod(rest, p.groups)
+        self.grid = (mbs, nbs, p.n * p.out_dhw[0])
+        for i in steady(self.tasks(p.groups * self.grid[2] * mbs * nbs), key=self.task_key):
+            n, g, di, mb, nb = self.task(i)
             self.block(n, g, di, mb * dx_task_m(t), nb * t.dx_base_n)
         if self.kept is not None:
             self.b1.free_tensor(self.kept[1])
+
+    def task(self, i: int) -> tuple:
+        """(n, group, depth slice, M block, N block) of task ``i``; with ``dx_b1_keep`` N block
+        by N block (a core's next task reuses its weight)."""
+        mbs, nbs, slices = self.grid
+        if self.t.dx_b1_keep:
+            rest, mb = divmod(i, mbs)
+            rest, nd = divmod(rest, slices)
+            g, nb = divmod(rest, nbs)
+            n, di = divmod(nd, self.p.out_dhw[0])
+        else:
+            rest, nb = divmod(i, nbs)
+            rest, mb = divmod(rest, mbs)
+            rest, di = divmod(rest, self.p.out_dhw[0])
+            n, g = divmod(rest, self.p.groups)
+        return n, g, di, mb, nb
+
+    def task_key(self, i: int) -> tuple:
+        """What task ``i``'s instructions depend on besides addresses (npusim.dsl.steady): its
+        depth slice, M and N blocks, and whether it loads a weight its core did not keep."""
+        _n, g, di, mb, nb = self.task(i)
+        prev = i - get_block_num()
+        loads = prev < 0 or self.task(prev)[1::3] != (g, nb)
+        return di, mb, nb, loads or not self.t.dx_b1_keep
 
     def block(self, n, g, di, m0, n0):
         """One task: ``dx_step_m`` base blocks of M from position m0, N channels from n0."""

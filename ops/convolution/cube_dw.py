@@ -13,7 +13,15 @@ Atlas A2, L0C -> UB -> MTE3 on coupled cores): same bytes, FixPipe's rate instea
 
 from dataclasses import replace
 
-from npusim.dsl import DataCopyParams, cube, data_copy, get_block_idx, get_block_num, sync_all
+from npusim.dsl import (
+    DataCopyParams,
+    cube,
+    data_copy,
+    get_block_idx,
+    get_block_num,
+    steady,
+    sync_all,
+)
 from npusim.ops.common import ceil_div
 from npusim.ops.convolution.chunks import dw_n_blocks, dw_narrow, dw_relay
 from npusim.ops.convolution.cube_base import ConvCubeKernel, copy_map
@@ -44,12 +52,28 @@ class DwKernel(ConvCubeKernel):
         if self.zero_out:
             self.zero_share()
             sync_all()
-        for i in self.tasks(t.dw_k_parts * per_part):
-            part, rest = divmod(i, per_part)
-            rest, nb = divmod(rest, nbs)
-            rest, mb = divmod(rest, mbs)
-            g, kd = divmod(rest, p.kdhw[0])
+        for i in steady(self.tasks(t.dw_k_parts * per_part), key=self.task_key):
+            part, g, kd, mb, nb = self.task(i)
             self.block(part, g, kd, mb, self.nblocks[nb])
+
+    def task(self, i: int) -> tuple:
+        """(K part, group, kd, M block, N block) of task ``i``."""
+        mbs, nbs = self.blocks
+        part, rest = divmod(i, self.p.groups * self.p.kdhw[0] * mbs * nbs)
+        rest, nb = divmod(rest, nbs)
+        rest, mb = divmod(rest, mbs)
+        g, kd = divmod(rest, self.p.kdhw[0])
+        return part, g, kd, mb, nb
+
+    def task_key(self, i: int) -> tuple:
+        """What task ``i``'s instructions depend on besides addresses (npusim.dsl.steady): its
+        kd, M and N blocks and how many (n, depth) slices its K part holds (and which depth
+        slices, in 3-D)."""
+        part, _g, kd, mb, nb = self.task(i)
+        slices, k = self.p.n * self.p.grad_dhw[0], self.t.dw_k_parts
+        lo, hi = part * slices // k, (part + 1) * slices // k
+        depth = (lo % self.p.grad_dhw[0], hi - lo) if self.p.grad_dhw[0] > 1 else hi - lo
+        return kd, mb, nb, depth
 
     def zero_share(self):
         """This core's share of the ``zero_out`` elements (256-aligned shares, as CANN's

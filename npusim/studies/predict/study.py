@@ -34,11 +34,13 @@ CHIPS = ("atlas-training", "atlas-a2")
 
 
 def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=None,
-            batch: int | None = None, on_more=None) -> dict:
+            batch: int | None = None, on_more=None, fast: bool = False) -> dict:
     """{"workload", "chips", "rows", "totals", ...}: a row per (call, chip), in call order,
     and the like-for-like summary (``npusim.studies.predict.summary``). ``on_record(i, rec)``
     as each point finishes; ``on_more(n)`` when n graph-form points are added to the calls'
-    (``npusim.studies.predict.graph``)."""
+    (``npusim.studies.predict.graph``). ``fast``: every point a fast run (its steady loops'
+    repeated periods left out, ``npusim/engine/fast.py``; ``npusim bench --group fast``
+    measures its error)."""
     wl = workload if hasattr(workload, "calls") else load_workload(workload)
     if batch is not None:
         wl = rescale(wl, batch)
@@ -49,12 +51,14 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     todo = [i for i, (call, chip) in enumerate(pairs)
             if call.modelled and call.runs_on(product[chip])]
     points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
-    records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record)
+    records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record,
+                         fast=fast)
 
     def run_more(more: list) -> list:       # the graph forms' points, after the aclnn ones
         if on_more is not None:
             on_more(len(more))
-        return run_points(more, jobs=jobs, scheduler=scheduler, on_record=on_record)
+        return run_points(more, jobs=jobs, scheduler=scheduler, on_record=on_record,
+                          fast=fast)
 
     forms = run_graph_forms(pairs, todo, records, points, run_more)
     rows = [call_row(call, chip, None, wl.formats, elsewhere=not call.runs_on(product[chip]))
@@ -65,7 +69,7 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     if not any(r["status"] == "ok" for r in rows):
         _none_ran(wl, list(specs), rows)
     result = {"workload": wl, "chips": list(specs), "chip_specs": specs, "batch": wl.batch,
-              "formats": wl.formats, "rows": rows}
+              "formats": wl.formats, "rows": rows, "fast": fast}
     result.update(summarise(wl, list(specs), rows, specs, product))
     result["provenance"] = provenance.stamp(specs.values())
     return result

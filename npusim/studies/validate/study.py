@@ -188,17 +188,18 @@ def _check_run_fields(entry: dict, path) -> None:
 
 
 def validate(rows=None, *, jobs: int = 1, scheduler=None, slow: bool = True,
-             on_record=None) -> dict:
+             on_record=None, fast: bool = False) -> dict:
     """{"rows": one result dict per row, "mae": mean |error| over the rows that ran,
     "within": rows within tolerance, "ran": rows that ran, "pairs": the ranking pairs whose
     rows ran (``npusim.studies.validate.ranking``), "pairs_missed": those outside their tolerance}.
-    ``slow=False`` leaves the rows marked slow out (listed with status "skipped")."""
+    ``slow=False`` leaves the rows marked slow out (listed with status "skipped"); ``fast``
+    runs every row as a fast run (``npusim/engine/fast.py``)."""
     rows = load_table() if rows is None else rows
     todo = [r for r in rows if slow or not r.slow]
     keys = list(dict.fromkeys(r.key() for r in todo))
     first = {r.key(): r for r in reversed(todo)}
     records = run_points([first[k].point() for k in keys], jobs=jobs, scheduler=scheduler,
-                         on_record=on_record)
+                         on_record=on_record, fast=fast)
     by_key = dict(zip(keys, records, strict=True))
     results = [result(r, by_key.get(r.key())) for r in rows]
     ranked = ranking.pair_results(rows, results)

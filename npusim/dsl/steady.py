@@ -1,0 +1,135 @@
+"""``steady(items, key)``: a tile loop whose repeated iterations a fast run leaves out.
+
+Ascend C has no such call: it marks a loop for npusim's fast mode (``fast=True`` of
+``npusim.cases.run.run_case``, ``--fast`` of the studies), and in every other run it is the
+loop itself. ``key(item)`` names what an iteration's instructions depend on besides GM
+addresses: two items with equal keys, reached in the same state of the loop, issue the same
+instructions with the same costs and flags.
+
+In a fast run the loop records its iterations, each with a signature of its instructions (class,
+pipe, kind, cycles, flags and GM bytes; not addresses, nor which event id or buffer of a double
+buffer it takes). Once the last ``2 p`` recorded iterations
+repeat with a period of ``p`` (p up to ``MAX_PERIOD``) and the keys ahead keep that period, the
+whole periods ahead are not run: the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``)
+and the timed run advances each pipe by the periods left out at the pace of the last one it
+ran. The iterations after them (another key, or the last few) run as usual.
+
+What this assumes (and a fast run's error measures, ``docs/guide/demo-and-bench.md``): the
+pipes have reached their steady state within the recorded periods; the shared HBM and L2 serve
+the left-out iterations as they served the recorded ones (the other cores' traffic and the L2's
+hits are those of the recorded periods); the kernel's Python state that the loop body carries
+from one iteration to the next is the same after a whole period (the signatures check what it
+issues, not the state itself). Outputs are not computed: a fast run is timing only.
+"""
+
+from collections import Counter
+
+from npusim.dsl.context import current, issue
+from npusim.isa.base import Pipe
+from npusim.isa.steady import SteadySkip, SteadyTick
+
+MAX_PERIOD = 64     # iterations: longer periods are not looked for
+_TICK = SteadyTick()
+
+
+def steady(items, key):
+    """Yield ``items`` (see the module docstring); a fast run leaves out repeated periods."""
+    ctx = current()
+    if not ctx.fast or ctx.steady_depth:     # one steady loop at a time per core
+        yield from items
+        return
+    items = list(items)
+    keys = [key(x) for x in items]
+    ctx.steady_depth += 1
+    try:
+        yield from _fast(ctx, items, keys)
+    finally:
+        ctx.steady_depth -= 1
+
+
+def _fast(ctx, items: list, keys: list):
+    history: list = []        # (item index, signature, stream start, stream end), since a skip
+    sigs: dict = {}           # or since the last iteration that found a queue buffer unused
+    j = 0
+    while j < len(items):
+        p = _period(history, keys)
+        if p:
+            ahead = _ahead(keys, j, p)
+            if ahead:
+                _skip(ctx, history[-p:], p, ahead)
+                j += ahead * p
+                history = []
+                continue
+        issue(_TICK)
+        start, fresh = len(ctx.stream), ctx.fresh_allocs
+        yield items[j]
+        end = len(ctx.stream)
+        if ctx.fresh_allocs != fresh:    # the queues were still filling: not a steady state
+            history = []
+        else:
+            history.append((j, _signature(ctx, start, end, sigs), start, end))
+        j += 1
+
+
+def _period(history: list, keys: list) -> int:
+    """The smallest p with the last 2p recorded iterations periodic in signature and key."""
+    n = len(history)
+    for p in range(1, min(MAX_PERIOD, n // 2) + 1):
+        if all(history[-k][1] == history[-k - p][1]
+               and keys[history[-k][0]] == keys[history[-k - p][0]] for k in range(1, p + 1)):
+            return p
+    return 0
+
+
+def _ahead(keys: list, j: int, p: int) -> int:
+    """Whole periods from item ``j`` on whose keys repeat those ``p`` items back."""
+    x = j
+    while x < len(keys) and keys[x] == keys[x - p]:
+        x += 1
+    return (x - j) // p
+
+
+def _skip(ctx, measured: list, p: int, repeats: int) -> None:
+    """One SteadySkip per pipe, the scalar's last (it counts what was left out: the last
+    period's instructions ``repeats`` times); each keeps the pace of the ``measured``
+    iterations, the last period (two were tried: on the TransData of the batch-256 3x3 point
+    their average, which reaches back into the queues' filling, was 12% further off)."""
+    skipped = Counter()
+    for _j, _sig, start, end in measured[-p:]:
+        skipped.update(inst.name for inst in ctx.stream[start:end] if inst.kind != "mark")
+    for name in skipped:
+        skipped[name] *= repeats
+    n, template = len(measured), hash(tuple(sig for _j, sig, _s, _e in measured))
+    for pipe in ctx.pipes:
+        if pipe != Pipe.S:
+            issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, measured=n,
+                             template=template))
+    issue(SteadySkip(pipe=Pipe.S, period=p, repeats=repeats, measured=n, template=template,
+                     skipped=skipped))
+
+
+def _signature(ctx, start: int, end: int, cache: dict) -> int:
+    """A hash of what the timed run sees of stream[start:end] (not GM addresses)."""
+    chip, out = ctx.chip, []
+    for inst in ctx.stream[start:end]:
+        sig = cache.get(id(inst))
+        if sig is None:
+            sig = cache[id(inst)] = (inst, _instr_signature(inst, chip))
+        out.append(sig[1])
+    return hash(tuple(out))
+
+
+def _instr_signature(inst, chip) -> tuple:
+    kind = inst.kind
+    if kind == "exec":
+        sig = (type(inst), inst.pipe, inst.body(chip), inst.head(chip))
+        if inst.touches_gm:
+            sig += (inst.charged_bytes(chip), inst.gm_write,
+                    getattr(inst, "serialises_at_l2", False))
+        return sig
+    if kind in ("set", "wait"):     # not the event id: double buffers alternate them
+        return (kind, inst.key[:2])
+    if kind == "mark":
+        return (kind, inst.pipe, getattr(inst, "delta", None))
+    return (type(inst), inst.pipe, inst.body(chip), getattr(inst, "flag_id", None),
+            getattr(inst, "target", None))

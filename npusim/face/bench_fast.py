@@ -1,0 +1,83 @@
+"""``npusim bench --group fast``: how far a fast run (``npusim/engine/fast.py``) is from the
+whole run, and how much sooner it ends.
+
+Every row of the validation table (the slow ones too unless ``--quick``) and the batch-256
+ResNet-50 3x3 point on both default chips run twice, in this process, with the cache of points
+off: whole, then fast. Printed per case: the whole run's cycles, the fast run's difference from
+them, the instructions the fast run left out, and both wall times; then the largest difference
+over every case and the speed-up over the cases where something was left out.
+"""
+
+import time
+
+
+def fast_cases(quick: bool) -> list:
+    """[(name, point)]: the validation table's points (each once) and the batch-256 point."""
+    from npusim.studies.validate.study import load_table
+
+    out, seen = [], set()
+    for row in load_table():
+        if (quick and row.slow) or row.key() in seen:
+            continue
+        seen.add(row.key())
+        out.append((row.id, row.point()))
+    for chip in ("atlas-training", "atlas-a2"):
+        out.append((f"resnet50 3x3 64ch 56x56 batch 256 {chip}", {
+            "op": "convolution_backward", "chip": chip, "shape": [256, 64, 56, 56],
+            "dtype": "float16", "params": {"weight": "64x3", "padding": "1", "stride": "1",
+                                           "output_mask": "1,1,0"},
+            "tiling": None, "numerics": False, "check": False, "seed": 0, "explain": True}))
+    return out
+
+
+def run_fast_bench(quick: bool = False) -> dict:
+    """Run the cases both ways; print the table; return {"rows", "worst", "speedup"}."""
+    from npusim.studies import cache
+    from npusim.studies.executor import run_point
+
+    rows = []
+    print(f"{'case':<58}{'cycles':>12}{'fast':>9}{'left out':>10}{'whole s':>9}{'fast s':>8}")
+    with cache.disabled():
+        for name, point in fast_cases(quick):
+            whole, t_whole = _timed(run_point, point)
+            fast, t_fast = _timed(run_point, {**point, "fast": True})
+            row = _row(name, whole, fast, t_whole, t_fast)
+            rows.append(row)
+            _print(row)
+    return summarise(rows)
+
+
+def _timed(fn, point):
+    t0 = time.perf_counter()
+    rec = fn(point)
+    return rec, time.perf_counter() - t0
+
+
+def _row(name, whole: dict, fast: dict, t_whole: float, t_fast: float) -> dict:
+    ok = whole.get("cycles") and fast.get("cycles")
+    return {"case": name, "cycles": whole.get("cycles"), "fast_cycles": fast.get("cycles"),
+            "error": (fast["cycles"] - whole["cycles"]) / whole["cycles"] if ok else None,
+            "left_out": (fast.get("fast") or {}).get("instructions_left_out", 0),
+            "whole_s": round(t_whole, 3), "fast_s": round(t_fast, 3),
+            "status": whole["status"] if whole["status"] != "ok" else fast["status"]}
+
+
+def _print(row: dict) -> None:
+    err = f"{row['error']:+.2%}" if row["error"] is not None else row["status"]
+    print(f"{row['case'][:57]:<58}{row['cycles'] or '-':>12}{err:>9}{row['left_out']:>10,}"
+          f"{row['whole_s']:>9.2f}{row['fast_s']:>8.2f}", flush=True)
+
+
+def summarise(rows: list) -> dict:
+    """The largest |difference| over every case that ran, and the wall-time speed-up over the
+    cases where the fast run left something out."""
+    ran = [r for r in rows if r["error"] is not None]
+    skipped = [r for r in ran if r["left_out"]]
+    worst = max(ran, key=lambda r: abs(r["error"]), default=None)
+    speedup = (sum(r["whole_s"] for r in skipped) / sum(r["fast_s"] for r in skipped)
+               if skipped else None)
+    if worst is not None:
+        print(f"{len(ran)} cases ran, {len(skipped)} with iterations left out; largest "
+              f"difference {worst['error']:+.2%} ({worst['case']}); wall time of those "
+              f"{len(skipped)}: " + (f"{speedup:.1f}x faster" if speedup else "-"))
+    return {"rows": rows, "worst": worst, "speedup": speedup}

@@ -1,0 +1,81 @@
+"""Fast runs (npusim/engine/fast.py, npusim/dsl/steady.py): timing only, the repeated periods of
+steady tile loops left out, each pipe advanced at the pace of the periods it ran.
+
+The bound on a fast run's cycles (5% of the whole run's, operator and every kernel) was set
+before these cases ran; the shapes are not those the mode was developed on (the batch-32 and
+batch-256 ResNet-50 3x3 point). ``npusim bench --group fast`` measures it on every validation
+row.
+"""
+
+import importlib
+
+import pytest
+
+from npusim.cases import CASES
+from npusim.cases.run import run_case
+from npusim.errors import NpusimError
+
+BOUND = 0.05
+steady = importlib.import_module("npusim.dsl.steady")
+
+CONV = {chip: ("convolution_backward", (batch, 64, 28, 28), {"weight": "64x3", "padding": "1",
+                                                           "output_mask": "1,1,0"})
+        for chip, batch in (("atlas-training", 64), ("atlas-a2", 128))}
+
+
+def _run(chip, op, shape, params, fast):
+    case = CASES[op]
+    return run_case(case, chip, shape, case.dtypes[0], case.parse_params(params),
+                    numerics=False, sanitize=False, trace="path", check=False, fast=fast)
+
+
+@pytest.mark.parametrize("chip", ["atlas-training", "atlas-a2"])
+def test_fast_conv_within_bound_and_counts_every_instruction(chip):
+    whole, fast = (_run(chip, *CONV[chip], fast=f).result for f in (False, True))
+    assert fast.stats["instructions"] == whole.stats["instructions"]
+    assert fast.stats["instruction_counts"] == whole.stats["instruction_counts"]
+    left = sum(k.get("fast", {}).get("instructions_left_out", 0)
+               for k in fast.stats["kernels"])
+    assert left > 0                                      # it did leave iterations out
+    assert abs(fast.cycles - whole.cycles) <= BOUND * whole.cycles
+    for a, b in zip(whole.stats["kernels"], fast.stats["kernels"], strict=True):
+        assert a["name"] == b["name"]
+        assert abs(b["cycles"] - a["cycles"]) <= BOUND * a["cycles"], a["name"]
+    path = fast.critical_path()
+    assert abs(sum(path.by_what.values()) - path.cycles) < 1e-6 * path.cycles
+    assert "steady state" not in path.by_what        # shared out among the others
+
+
+def test_fast_needs_timing_only():
+    case = CASES["silu_backward"]
+    for numerics, sanitize in ((True, False), (False, True)):
+        with pytest.raises(NpusimError, match="timing only"):
+            run_case(case, "atlas-a2", (4096,), "float16", {}, numerics=numerics,
+                     sanitize=sanitize, check=False, fast=True)
+
+
+def test_small_loops_are_not_shortened():
+    """A point whose loops end before a period is seen runs whole: the same cycles."""
+    op, shape, params = "convolution_backward", (1, 16, 8, 8), {"weight": "16x3"}
+    whole, fast = (_run("atlas-a2", op, shape, params, fast=f).result for f in (False, True))
+    assert fast.cycles == whole.cycles
+    assert "fast" not in fast.stats
+
+
+def test_period_and_ahead():
+    hist = [(j, sig, 0, 0) for j, sig in enumerate("abcbcbc")]
+    keys = list("abcbcbcbcbcX")
+    assert steady._period(hist, keys) == 2
+    assert steady._ahead(keys, 7, 2) == 2          # items 7..10 repeat; 11 breaks it
+    assert steady._period(hist[:3], keys) == 0      # fewer than two periods recorded
+    hist_bad = [(j, sig, 0, 0) for j, sig in enumerate("abcbcbd")]
+    assert steady._period(hist_bad, keys) == 0
+
+
+def test_steady_yields_every_item_outside_a_fast_run():
+    from npusim.dsl.context import CoreContext, recording
+
+    ctx = CoreContext(None, "core0", "aiv", 0, 1, {}, ("S", "V"))
+    with recording(ctx):
+        assert list(steady.steady(range(5), key=lambda i: 0)) == [0, 1, 2, 3, 4]
+    assert ctx.stream == []
