@@ -30,8 +30,8 @@ def recorded(monkeypatch):
     seen: list = []
     real = launch_module.record
 
-    def spy(kernel_cls, chip, specs, args, eager):
-        real(kernel_cls, chip, specs, args, eager)
+    def spy(kernel_cls, chip, specs, args, eager, fast=False):
+        real(kernel_cls, chip, specs, args, eager, fast)
         seen.append(specs)
 
     monkeypatch.setattr(launch_module, "record", spy)
