@@ -7,15 +7,16 @@ timed run what it left out:
 - ``SteadyTick`` at the start of every recorded iteration of such a loop: it rides in every
   pipe's queue without taking an entry (as a buffer mark does), and the scalar and each pipe
   note when they reach it and, for a pipe, its busy cycles so far.
-- ``SteadySkip``, one per pipe of the core where iterations were left out: the pipe (or the
-  scalar, for the one on S) reaches it, measures how long its last ``measured`` iterations took
-  (since the tick that many ticks back) and stays on it for the ``period * repeats`` iterations
-  left out at that pace, adding their busy cycles and reserving the shared L2 and HBM for their
-  transfers at the same pace. A pipe whose measured iterations overlap another pipe's skip on
-  its core (it may have waited on that pipe) keeps instead the pace it measured at an earlier
-  skip of the same iterations (``template``), where it has one. A pipe's skip takes a queue
+- ``SteadySkip``, one per pipe of the core where iterations were left out: the pipe reaches it,
+  measures how long its last ``period`` iterations took (since the tick that many ticks back)
+  and stays on it for the ``period * repeats`` iterations left out at that pace, adding their
+  busy cycles and reserving the shared L2 and HBM for their transfers at the same pace. A pipe
+  whose measured iterations overlap another pipe's skip on its core (it may have waited on that
+  pipe) keeps instead the pace it measured at an earlier skip of the same iterations
+  (``template``), where it has one. A pipe's skip takes a queue
   entry and is a record of the trace, so the critical path runs through it (its cycles are
-  shared out as the rest of the kernel's path is: ``npusim/engine/cpath.py``).
+  shared out as the rest of the kernel's path is: ``npusim/engine/cpath.py``). The scalar
+  does not wait out its own skip: it runs ahead of the pipes, whose queues hold it back.
 
 The skip's cycles are those of its run (``cycles``, set when the run reaches it); ``skipped``
 on the scalar's skip counts the instructions left out, by name, for the run's statistics.
@@ -47,15 +48,9 @@ class SteadySkip(Instr):
     pipe: str
     period: int
     repeats: int
-    measured: int          # recorded iterations just before it whose pace it keeps
-    template: int = 0      # a hash of those iterations' signatures (npusim/dsl/steady.py)
+    template: int = 0      # a hash of the measured period's signatures (npusim/dsl/steady.py)
     skipped: Counter = field(default_factory=Counter)
     cycles: list = field(default_factory=lambda: [0.0])
-
-    @property
-    def scale(self) -> float:
-        """Iterations left out per iteration measured."""
-        return self.period * self.repeats / self.measured
 
     def body(self, chip) -> float:
         return self.cycles[0]

@@ -89,22 +89,21 @@ def _ahead(keys: list, j: int, p: int) -> int:
     return (x - j) // p
 
 
-def _skip(ctx, measured: list, p: int, repeats: int) -> None:
+def _skip(ctx, period: list, p: int, repeats: int) -> None:
     """One SteadySkip per pipe, the scalar's last (it counts what was left out: the last
-    period's instructions ``repeats`` times); each keeps the pace of the ``measured``
-    iterations, the last period (two were tried: on the TransData of the batch-256 3x3 point
-    their average, which reaches back into the queues' filling, was 12% further off)."""
+    period's instructions ``repeats`` times); each keeps the pace of that period (the average
+    of two periods was tried: on the TransData of the batch-256 3x3 point it reached back into
+    the queues' filling and was 12% further off)."""
     skipped = Counter()
-    for _j, _sig, start, end in measured[-p:]:
+    for _j, _sig, start, end in period:
         skipped.update(inst.name for inst in ctx.stream[start:end] if inst.kind != "mark")
     for name in skipped:
         skipped[name] *= repeats
-    n, template = len(measured), hash(tuple(sig for _j, sig, _s, _e in measured))
+    template = hash(tuple(sig for _j, sig, _s, _e in period))
     for pipe in ctx.pipes:
         if pipe != Pipe.S:
-            issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, measured=n,
-                             template=template))
-    issue(SteadySkip(pipe=Pipe.S, period=p, repeats=repeats, measured=n, template=template,
+            issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, template=template))
+    issue(SteadySkip(pipe=Pipe.S, period=p, repeats=repeats, template=template,
                      skipped=skipped))
 
 

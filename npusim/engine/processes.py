@@ -125,17 +125,17 @@ def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
 
 def _pace(inst, now: float, pipe) -> tuple | None:
     """(cycles, busy cycles, GM bytes, HBM bytes, GM moves) per iteration left out by a steady
-    skip the pipe reaches ``now``: those of the ``measured`` iterations before it (since the
+    skip the pipe reaches ``now``: those of the ``period`` iterations before it (since the
     tick that far back), or, when another pipe of the core was in a skip during them (the pipe
     may have waited on it), the pace it measured at an earlier skip of the same iterations, if
     any (isa/steady.py). None: no tick to measure from."""
     ticks, core = pipe.ticks, pipe.core
-    if len(ticks) < inst.measured:
+    n = inst.period
+    if len(ticks) < n:
         return None
-    t0, busy, gm, hbm, moves = ticks[-inst.measured]
+    t0, busy, gm, hbm, moves = ticks[-n]
     if t0 < core.skip_until - 1e-9 and inst.template in pipe.paces:
         return pipe.paces[inst.template]
-    n = inst.measured
     pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
             (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n)
     if t0 >= core.skip_until - 1e-9:
@@ -451,10 +451,6 @@ def _scalar_inst(engine, core, inst):
             inst.execute()
         if san is not None:
             san.on_exec(i, "S", inst)
-    elif kind == "skip":
-        # The scalar does not wait out a steady skip: it runs ahead of the pipes, whose queues
-        # hold it back, and the pipes' own skips carry the time (isa/steady.py).
-        inst.cycles[0] = 0.0
 
 
 def _sync_all(engine, core):
