@@ -10,7 +10,9 @@ do so: any moved cycle or changed output bit fails here. A change that is meant 
 Pinned: silu in several sizes and dtypes, convolution backward (3x3, a 1x1 and an atomic dw
 split), cross_entropy_loss_grad, embedding_dense_backward (uniform and zipf indices),
 moe_token_permute_grad, and the micro-kernels of ``npusim/micro/``, on both chips where the
-operator runs there. Regenerate with ``python tests/test_pinned_cycles.py`` (prints PINS).
+operator runs there. The operator cases are defined in ``npusim/face/pinned.py`` (``npusim
+bench --group fast`` runs them too). Regenerate with ``python tests/test_pinned_cycles.py``
+(prints PINS).
 """
 
 import hashlib
@@ -19,19 +21,19 @@ import numpy as np
 import pytest
 
 from npusim.cases import CASES
+from npusim.face.pinned import A2, PINNED_OPS, TR
 from npusim.micro.matmul import run_matmul
 from npusim.micro.stream import run_stream
 from npusim.micro.vector import run_vector
 
-A2, TR = "atlas-a2", "atlas-training"
 
-
-def _op(op, shape, dtype="float16", params=None, **options):
+def _op(pin):
     def run():
-        case = CASES[op]
-        args, kwargs = case.make(tuple(shape), dtype, case.parse_params(params or {}),
+        case = CASES[pin.op]
+        args, kwargs = case.make(tuple(pin.shape), pin.dtype, case.parse_params(pin.params),
                                  np.random.default_rng(0))
-        return case.function()(*args, **kwargs, **options)
+        options = {**pin.options, **({"tiling": pin.tiling} if pin.tiling else {})}
+        return case.function()(*args, **kwargs, chip=pin.chip, **options)
     return run
 
 
@@ -45,44 +47,7 @@ def _micro(fn, **kw):
 
 
 RUNS = {
-    "silu-a2-fp16-4096": _op("silu_backward", (4096,), chip=A2),
-    "silu-a2-fp16-100003": _op("silu_backward", (100003,), chip=A2),
-    "silu-a2-fp32-64x1024": _op("silu_backward", (64, 1024), "float32", chip=A2),
-    "silu-a2-bf16-33333": _op("silu_backward", (33333,), "bfloat16", chip=A2),
-    "silu-a2-fp16-100003-bare": _op("silu_backward", (100003,), chip=A2, sanitize=False,
-                                    trace=False),
-    "silu-a2-fp16-100003-timing": _op("silu_backward", (100003,), chip=A2, numerics=False),
-    "conv-a2-2x32x14x14-1x1-timing": _op("convolution_backward", (2, 32, 14, 14),
-                                         params={"weight": "64x1", "padding": "0"}, chip=A2,
-                                         numerics=False),
-    "silu-tr-fp16-65536": _op("silu_backward", (65536,), chip=TR),
-    "silu-tr-fp32-5000": _op("silu_backward", (5000,), "float32", chip=TR),
-    "conv-a2-1x16x8x8-3x3": _op("convolution_backward", (1, 16, 8, 8),
-                                params={"weight": "16x3"}, chip=A2),
-    "conv-tr-1x16x8x8-3x3": _op("convolution_backward", (1, 16, 8, 8),
-                                params={"weight": "16x3"}, chip=TR),
-    "conv-a2-2x32x14x14-1x1": _op("convolution_backward", (2, 32, 14, 14),
-                                  params={"weight": "64x1", "padding": "0"}, chip=A2),
-    "conv-tr-2x32x14x14-s2": _op("convolution_backward", (2, 32, 14, 14),
-                                 params={"weight": "32x3", "stride": "2"}, chip=TR),
-    "conv-a2-atomic-dw": _op("convolution_backward", (2, 32, 16, 16),
-                             params={"weight": "32x3", "output_mask": "0,1,0"},
-                             tiling={"dw_k_parts": 2}, chip=A2),
-    "conv-tr-atomic-dw": _op("convolution_backward", (2, 32, 16, 16),
-                             params={"weight": "32x3", "output_mask": "0,1,0"},
-                             tiling={"dw_k_parts": 2}, chip=TR),
-    "ce-a2-64x1000": _op("cross_entropy_loss_grad", (64, 1000), "float32", chip=A2),
-    "ce-a2-48x2000-none": _op("cross_entropy_loss_grad", (48, 2000),
-                              params={"reduction": "none"}, chip=A2),
-    "emb-a2-uniform": _op("embedding_dense_backward", (256, 64), "float32",
-                          params={"num_weights": "500"}, chip=A2),
-    "emb-a2-zipf": _op("embedding_dense_backward", (256, 64), "float32",
-                       params={"num_weights": "500", "indices": "zipf"}, chip=A2),
-    "emb-tr-uniform": _op("embedding_dense_backward", (256, 64), "float32",
-                          params={"num_weights": "500"}, chip=TR),
-    "emb-tr-zipf": _op("embedding_dense_backward", (256, 64), "float32",
-                       params={"num_weights": "500", "indices": "zipf"}, chip=TR),
-    "moe-a2-64x512": _op("moe_token_permute_grad", (64, 512), "float32", chip=A2),
+    **{name: _op(pin) for name, pin in PINNED_OPS.items()},
     "micro-vector-add-a2": _micro(run_vector, op="add", block_dim=4, tiles=4, chip=A2),
     "micro-vector-expmul-a2": _micro(run_vector, op="exp_mul", block_dim=4, tiles=4, chip=A2),
     "micro-vector-expmul-tr": _micro(run_vector, op="exp_mul", block_dim=4, tiles=4, chip=TR),

@@ -1,8 +1,9 @@
 """``npusim bench --group fast``: how far a fast run (``npusim/engine/fast.py``) is from the
 whole run, and how much sooner it ends.
 
-Every row of the validation table (the slow ones too unless ``--quick``) and the batch-256
-ResNet-50 3x3 point on both default chips run twice, in this process, with the cache of points
+Every row of the validation table (the slow ones too unless ``--quick``), every pinned operator
+case (``npusim/face/pinned.py``, timing only) and the batch-256 ResNet-50 3x3 point on both
+default chips run twice, in this process, with the cache of points
 off: whole, then fast. Printed per case: the whole run's cycles, the fast run's difference from
 them, the instructions the fast run left out, and both wall times; then the largest difference
 over every case and the speed-up over the cases where something was left out.
@@ -12,7 +13,9 @@ import time
 
 
 def fast_cases(quick: bool) -> list:
-    """[(name, point)]: the validation table's points (each once) and the batch-256 point."""
+    """[(name, point)]: the validation table's points and the pinned cases' (each once), and
+    the batch-256 point."""
+    from npusim.face.pinned import PINNED_OPS
     from npusim.studies.validate.study import load_table
 
     out, seen = [], set()
@@ -21,6 +24,11 @@ def fast_cases(quick: bool) -> list:
             continue
         seen.add(row.key())
         out.append((row.id, row.point()))
+    points = []
+    for name, pin in PINNED_OPS.items():
+        if pin.point() not in points:
+            points.append(pin.point())
+            out.append((f"pin {name}", pin.point()))
     for chip in ("atlas-training", "atlas-a2"):
         out.append((f"resnet50 3x3 64ch 56x56 batch 256 {chip}", {
             "op": "convolution_backward", "chip": chip, "shape": [256, 64, 56, 56],
