@@ -22,6 +22,7 @@ ADD = OpCase(
                "32x256x56x56",
     default_shape=(32, 256, 56, 56), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
+    values_free_timing=True,
     make=_make, flops=_flops, five_hd=elementwise("add", 2, "out"),
     params=(Param(name="alpha", parse=float, default="1",
                   help="other's factor: 1 runs Add; else Axpy (fp16, fp32) or Mul then Add "

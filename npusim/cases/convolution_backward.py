@@ -160,6 +160,7 @@ CONVOLUTION = OpCase(
                "(3-D); gradOutput and weight follow from the params",
     default_shape=(8, 64, 56, 56), demo_shape=(4, 64, 28, 28), quick_shape=(1, 16, 8, 8),
     dtypes=("float16", "float32", "bfloat16"), unit="cube",
+    values_free_timing=True,
     make=_conv_make, flops=_conv_flops, params=CONV_PARAMS,
     golden_options=_conv_golden_options, five_hd=FIVE_HD,
     sweep_example="--shape 4x64x28x28 --tiling base_m=pow2:32:128 --tiling base_n=pow2:32:256",

@@ -14,6 +14,7 @@ MULS = OpCase(
     shape_help="the shape of self (and out); ResNet-50's largest parameter is 512x512x3x3",
     default_shape=(512, 512, 3, 3), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float32", "float16", "bfloat16"), unit="vector",
+    values_free_timing=True,
     make=_make, flops=lambda args, kwargs: args[0].size,
     params=(Param(name="other", parse=float, default="0.9",
                   help="the scalar (SGD's momentum, as torch_npu's per-tensor step on the Atlas "

@@ -23,6 +23,7 @@ RELU = OpCase(
     shape_help="the shape of self (and out); ResNet-50's first ReLU at batch 32 is 32x64x112x112",
     default_shape=(32, 64, 56, 56), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
+    values_free_timing=True,
     make=_make, flops=_flops, five_hd=elementwise("relu", 1, "out"),
     sweep_example=ELEMENTWISE_SWEEP, tiling_help=ELEMENTWISE_TILING,
     notes="Elementwise, on the template kernel with SiluGrad's schedule (ops/elementwise): the "

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npusim.cases.common import OpCase
+from npusim.cases.common import OpCase, zero_inputs
 from npusim.chip import load_chip
 from npusim.engine.fast import fast_runs
 from npusim.errors import NpusimError
@@ -81,7 +81,8 @@ def run_case(case: OpCase, chip, shape, dtype: str, params: dict, *, tiling=None
                           "sanitize=False")
     chip = load_chip(chip)
     rng = np.random.default_rng(seed)
-    args, kwargs = _make(case, shape, dtype, params, rng)
+    with zero_inputs(not numerics and case.values_free_timing):
+        args, kwargs = _make(case, shape, dtype, params, rng)
     run = CaseRun(case=case, chip=chip, dtype=dtype, shape=shape, params=params, seed=seed,
                   args=args, kwargs=kwargs)
     options = dict(chip=chip, tiling=tiling or None, mode=mode, trace=trace,

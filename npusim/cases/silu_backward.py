@@ -19,6 +19,7 @@ SILU = OpCase(
     shape_help="the shape of gradOutput and self (and gradInput)",
     default_shape=(4, 1024, 1024), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
+    values_free_timing=True,
     make=_silu_make, flops=_silu_flops,
     sweep_example="--tiling tile_length=pow2:1024:8192 --tiling buffer_num=1,2 "
                   "--tiling block_dim=16:48:16",

@@ -20,6 +20,7 @@ THRESHOLD_BACKWARD = OpCase(
     shape_help="the shape of gradOutput and self (and gradInput)",
     default_shape=(32, 64, 56, 56), demo_shape=(1024, 1024), quick_shape=(64, 1024),
     dtypes=("float16", "float32", "bfloat16"), unit="vector",
+    values_free_timing=True,
     make=_make, flops=_flops, five_hd=elementwise("threshold_backward", 2, "gradInput"),
     params=(Param(name="threshold", parse=float, default="0",
                   help="the threshold (0: ReLU's gradient, the ReluGrad kernel; else "
