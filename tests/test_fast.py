@@ -29,9 +29,21 @@ def _run(chip, op, shape, params, fast):
                     numerics=False, sanitize=False, trace="path", check=False, fast=fast)
 
 
-@pytest.mark.parametrize("chip", ["atlas-training", "atlas-a2"])
-def test_fast_conv_within_bound_and_counts_every_instruction(chip):
-    whole, fast = (_run(chip, *CONV[chip], fast=f).result for f in (False, True))
+# gradWeight's loop over a task's images (one task per core or few): set, with the bound
+# above, before these ran
+IMAGES = {"stem": ("convolution_backward", (32, 3, 112, 112),
+                   {"weight": "64x7", "padding": "3", "stride": "2", "output_mask": "0,1,0"}),
+          "downsample": ("convolution_backward", (64, 256, 28, 28),
+                         {"weight": "512x1", "padding": "0", "stride": "2",
+                          "output_mask": "1,1,0"})}
+CASES_RUN = [(chip, CONV[chip]) for chip in CONV] + [
+    (chip, IMAGES[name]) for name in IMAGES for chip in ("atlas-training", "atlas-a2")]
+
+
+@pytest.mark.parametrize(("chip", "point"), CASES_RUN,
+                         ids=[f"{c}-{p[1][0]}x{p[1][1]}x{p[1][2]}" for c, p in CASES_RUN])
+def test_fast_conv_within_bound_and_counts_every_instruction(chip, point):
+    whole, fast = (_run(chip, *point, fast=f).result for f in (False, True))
     assert fast.stats["instructions"] == whole.stats["instructions"]
     assert fast.stats["instruction_counts"] == whole.stats["instruction_counts"]
     left = sum(k.get("fast", {}).get("instructions_left_out", 0)
@@ -79,3 +91,18 @@ def test_steady_yields_every_item_outside_a_fast_run():
     with recording(ctx):
         assert list(steady.steady(range(5), key=lambda i: 0)) == [0, 1, 2, 3, 4]
     assert ctx.stream == []
+
+
+def test_a_fast_prediction_says_it_is_one(tmp_path):
+    """The report of ``predict --fast`` says its times approximate whole runs; a whole
+    prediction does not."""
+    from npusim.studies.predict.report import markdown
+    from npusim.studies.predict.study import predict
+
+    path = tmp_path / "one.toml"
+    path.write_text('name = "one"\ndescription = "one call"\n[[call]]\nnote = "a 3x3"\n'
+                    'op = "convolution_backward"\nshape = "1x16x8x8"\n'
+                    'dtype = "float16"\nparams = { weight = "16x3" }\ncount = 1\n')
+    texts = {f: markdown(predict(path, ["atlas-a2"], jobs=1, fast=f)) for f in (False, True)}
+    assert "Fast run (--fast)" in texts[True]
+    assert "Fast run (--fast)" not in texts[False]

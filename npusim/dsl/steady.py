@@ -35,10 +35,15 @@ _TICK = SteadyTick()
 def steady(items, key):
     """Yield ``items`` (see the module docstring); a fast run leaves out repeated periods."""
     ctx = current()
-    if not ctx.fast or ctx.steady_depth:     # one steady loop at a time per core
+    # One steady loop at a time per core, and none after a loop that skipped: a later
+    # loop's measured periods could hold the other pipes' skips of the earlier one.
+    if not ctx.fast or ctx.steady_depth or ctx.steady_skipped:
         yield from items
         return
     items = list(items)
+    if len(items) < 3:       # no period can repeat twice and leave one out: an inner loop may
+        yield from items
+        return
     keys = [key(x) for x in items]
     ctx.steady_depth += 1
     try:
@@ -57,6 +62,7 @@ def _fast(ctx, items: list, keys: list):
             ahead = _ahead(keys, j, p)
             if ahead:
                 _skip(ctx, history[-p:], p, ahead)
+                ctx.steady_skipped = True
                 j += ahead * p
                 history = []
                 continue

@@ -105,7 +105,7 @@ class DwKernel(ConvCubeKernel):
         lo, hi = part * slices // t.dw_k_parts, (part + 1) * slices // t.dw_k_parts
         cs = [self.co1.alloc_tensor("float32") for _ in subs]
         first = True
-        for s in range(lo, hi):
+        for s in steady(range(lo, hi), key=lambda s: self.slice_key(kd, s)):
             n, dg = divmod(s, p.grad_dhw[0])
             df = p.feature_slice(kd, dg)
             if df >= 0:
@@ -114,6 +114,13 @@ class DwKernel(ConvCubeKernel):
             if first:
                 self.zero_block(c, kcj * self.c0, nn)
         self.write(cs, subs, (part, g, kd, k1_lo), nblock)
+
+    def slice_key(self, kd: int, s: int) -> tuple:
+        """What (n, depth) slice ``s``'s instructions depend on besides addresses
+        (npusim.dsl.steady): its depth slice and whether the kernel's depth kd reaches a
+        feature slice from it (2-D: every image alike)."""
+        dg = s % self.p.grad_dhw[0]
+        return dg, self.p.feature_slice(kd, dg) >= 0
 
     def write(self, cs, subs, at, nblock):
         """The task's C blocks out to its rows of the fp32 workspace: slot ``part`` when

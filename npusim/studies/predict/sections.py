@@ -34,7 +34,8 @@ def scope(result: dict) -> list:
     if not wl.unmodelled:
         return [("ul", [f"{calls}; the workload lists no layer it leaves out (no "
                         "[[unmodelled]] entries): if it lists every layer of the step, the "
-                        "step is modelled whole."]), ("p", formats_line(result))]
+                        "step is modelled whole.", *fast_line(result)]),
+                ("p", formats_line(result))]
     kinds = {}
     for u in cov["unmodelled"]:
         kinds.setdefault(u["kind"], [0.0, 0.0])
@@ -46,7 +47,17 @@ def scope(result: dict) -> list:
              "Not modelled: " + "; ".join(
                  f"{k.replace('_', ' ')} {share(f / cov['step_flops'])} of FLOPs, "
                  f"{share(b / cov['step_bytes'])} of bytes" for k, (f, b) in kinds.items()) + "."]
-    return [("ul", lines), ("p", formats_line(result))]
+    return [("ul", lines + fast_line(result)), ("p", formats_line(result))]
+
+
+def fast_line(result: dict) -> list:
+    """A fast run (``--fast``) says so: its times are an approximation."""
+    if not result.get("fast"):
+        return []
+    return ["Fast run (--fast): where a kernel's steady tile loop repeats, the repeated periods "
+            "were left out and each pipe advanced by the pace of the periods it ran, so these "
+            "times approximate a whole run's; npusim bench --group fast measures how far apart "
+            "the two are (docs/guide/demo-and-bench.md, Fast runs)."]
 
 
 def formats_line(result: dict) -> str:
