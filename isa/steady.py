@@ -18,6 +18,10 @@ timed run what it left out:
   shared out as the rest of the kernel's path is: ``npusim/engine/cpath.py``). The scalar
   does not wait out its own skip: it runs ahead of the pipes, whose queues hold it back.
 
+That is a skip in ``mode`` "pace". In ``mode`` "stream" the pipe instead runs the left-out
+iterations' own work (its busy cycles less what its moves waited on the shared servers), each
+left-out transfer waiting for L2 and HBM as they are reserved then, and waits on no other pipe.
+
 The skip's cycles are those of its run (``cycles``, set when the run reaches it); ``skipped``
 on the scalar's skip counts the instructions left out, by name, for the run's statistics.
 """
@@ -49,6 +53,7 @@ class SteadySkip(Instr):
     period: int
     repeats: int
     template: int = 0      # a hash of the measured period's signatures (npusim/dsl/steady.py)
+    mode: str = "pace"     # "pace" or "stream" (npusim.dsl.steady)
     skipped: Counter = field(default_factory=Counter)
     cycles: list = field(default_factory=lambda: [0.0])
 

@@ -1,9 +1,9 @@
 """The aclnn operators npusim models, each a host tiling plus Ascend C-style kernels, one package
 per family (``convolution/``, ``embedding/``, ``cross_entropy/``, ``moe/``, ``silu/``,
 ``transdata/``, ``elementwise/``, ``matmul/``, ``pooling/``, ``norm/``, ``swiglu/``,
-``batch_norm/``, ``foreach/``, ``attention/``, ``softmax/``; ``common/`` shared), and ``catlass_matmul`` (``catlass/``), a GEMM shaped like
-CATLASS's that the validation table and ``matmul`` run. ``npusim.ops.<name>`` is the operator;
-its modules are reached by their path."""
+``batch_norm/``, ``foreach/``, ``attention/``, ``softmax/``; ``common/`` shared), and
+``catlass_matmul`` (``catlass/``), a GEMM shaped like CATLASS's that the validation table and
+``matmul`` run. ``npusim.ops.<name>`` is the operator; its modules are reached by their path."""
 
 from npusim.ops.attention.forward import flash_attention_score
 from npusim.ops.attention.grad import flash_attention_score_grad

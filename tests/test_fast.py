@@ -93,6 +93,22 @@ def test_steady_yields_every_item_outside_a_fast_run():
     assert ctx.stream == []
 
 
+def test_a_loop_with_nothing_to_leave_out_lets_the_inner_loop_skip():
+    assert steady._periodic([0, 0, 0])                 # two periods of one, one to leave out
+    assert not steady._periodic([0, 0])
+    assert not steady._periodic([0, 1, 2, 3, 4, 5])    # distinct keys (gradWeight's tasks)
+    assert steady._periodic([0, 1, 0, 1, 0, 1, 7])
+    assert not steady._periodic([0, 1, 0, 1, 0])
+
+
+def test_steady_mode_is_checked():
+    from npusim.dsl.context import CoreContext, recording
+
+    with recording(CoreContext(None, "core0", "aiv", 0, 1, {}, ("S", "V"))):
+        with pytest.raises(NpusimError, match="allowed pace, stream"):
+            list(steady.steady(range(3), key=lambda i: 0, mode="fast"))
+
+
 def test_a_fast_prediction_says_it_is_one(tmp_path):
     """The report of ``predict --fast`` says its times approximate whole runs; a whole
     prediction does not."""
@@ -106,3 +122,20 @@ def test_a_fast_prediction_says_it_is_one(tmp_path):
     texts = {f: markdown(predict(path, ["atlas-a2"], jobs=1, fast=f)) for f in (False, True)}
     assert "Fast run (--fast)" in texts[True]
     assert "Fast run (--fast)" not in texts[False]
+
+
+def test_the_fast_bench_compares_cases_and_kernels(capsys):
+    from npusim.face import bench_fast
+
+    names = [name for name, _ in bench_fast.fast_cases(quick=True)]
+    assert any(n.startswith("pin conv-") for n in names)
+    assert sum(n.startswith("resnet50-backward b8 call") for n in names) == 24 * 2
+    whole = {"cycles": 100, "status": "ok", "kernels": [{"cycles": 40}, {"cycles": 60}]}
+    fast = {"cycles": 103, "status": "ok", "fast": {"instructions_left_out": 9},
+            "kernels": [{"cycles": 38}, {"cycles": 65}]}
+    row = bench_fast._row("x", whole, fast, 2.0, 1.0)
+    assert row["error"] == pytest.approx(0.03)
+    assert row["kernel_error"] == pytest.approx(5 / 60)
+    out = bench_fast.summarise([row, bench_fast._row("y", whole, whole, 1.0, 1.0)])
+    assert out["worst_kernel"]["case"] == "x" and out["speedup"] == pytest.approx(2.0)
+    assert "of a kernel +8.33%" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""``steady(items, key)``: a tile loop whose repeated iterations a fast run leaves out.
+"""``steady(items, key, mode)``: a tile loop whose repeated iterations a fast run leaves out.
 
 Ascend C has no such call: it marks a loop for npusim's fast mode (``fast=True`` of
 ``npusim.cases.run.run_case``, ``--fast`` of the studies), and in every other run it is the
@@ -8,32 +8,47 @@ instructions with the same costs and flags.
 
 In a fast run the loop records its iterations, each with a signature of its instructions (class,
 pipe, kind, cycles, flags and GM bytes; not addresses, nor which event id or buffer of a double
-buffer it takes). Once the last ``2 p`` recorded iterations
-repeat with a period of ``p`` (p up to ``MAX_PERIOD``) and the keys ahead keep that period, the
-whole periods ahead are not run: the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``)
-and the timed run advances each pipe by the periods left out at the pace of the last one it
-ran. The iterations after them (another key, or the last few) run as usual.
+buffer it takes). Once the last ``2 p`` recorded iterations repeat with a period of ``p`` (p up
+to ``MAX_PERIOD``) and the keys ahead keep that period, the whole periods ahead are not run:
+the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``) and the timed run advances each
+pipe over the periods left out. The iterations after them (another key, or the last few) run as
+usual. ``mode`` says how a pipe advances: ``"pace"``, at the pace of the last period it ran
+(for loops whose pipes wait on each other's flags: the cube kernels); ``"stream"``, by its own
+work, each left-out transfer waiting for the shared L2 and HBM as they are then (for loops bound
+by GM traffic shared with other cores: TransData, whose paced skips were 12% slow once the
+other cores finished first).
+
+One steady loop skips per core and launch: a loop opened inside another is the loop itself, so
+is every loop after one that skipped (its measured periods could hold the other pipes' skips
+of the earlier one: a pace fed by a skip fed the next skip, and the batch-256 layer3 gradWeight
+ran away to 1.4e9 us). A loop whose keys hold no period to leave out does not count as open, so
+the loop inside it may skip (gradWeight's images inside its few distinct tasks).
 
 What this assumes (and a fast run's error measures, ``docs/guide/demo-and-bench.md``): the
 pipes have reached their steady state within the recorded periods; the shared HBM and L2 serve
-the left-out iterations as they served the recorded ones (the other cores' traffic and the L2's
-hits are those of the recorded periods); the kernel's Python state that the loop body carries
-from one iteration to the next is the same after a whole period (the signatures check what it
-issues, not the state itself). Outputs are not computed: a fast run is timing only.
+the left-out iterations as they served the recorded ones ("pace") or as the other cores' traffic
+then allows ("stream"), and the L2's hits are those of the recorded periods; the kernel's Python
+state that the loop body carries from one iteration to the next is the same after a whole period
+(the signatures check what it issues, not the state itself). Outputs are not computed: a fast
+run is timing only.
 """
 
 from collections import Counter
 
 from npusim.dsl.context import current, issue
+from npusim.errors import NpusimError
 from npusim.isa.base import Pipe
 from npusim.isa.steady import SteadySkip, SteadyTick
 
 MAX_PERIOD = 64     # iterations: longer periods are not looked for
+MODES = ("pace", "stream")
 _TICK = SteadyTick()
 
 
-def steady(items, key):
+def steady(items, key, mode: str = "pace"):
     """Yield ``items`` (see the module docstring); a fast run leaves out repeated periods."""
+    if mode not in MODES:
+        raise NpusimError(f"steady(mode={mode!r}): allowed {', '.join(MODES)}")
     ctx = current()
     # One steady loop at a time per core, and none after a loop that skipped: a later
     # loop's measured periods could hold the other pipes' skips of the earlier one.
@@ -41,18 +56,18 @@ def steady(items, key):
         yield from items
         return
     items = list(items)
-    if len(items) < 3:       # no period can repeat twice and leave one out: an inner loop may
+    keys = [key(x) for x in items]
+    if not _periodic(keys):   # no period of keys could be left out: an inner loop may
         yield from items
         return
-    keys = [key(x) for x in items]
     ctx.steady_depth += 1
     try:
-        yield from _fast(ctx, items, keys)
+        yield from _fast(ctx, items, keys, mode)
     finally:
         ctx.steady_depth -= 1
 
 
-def _fast(ctx, items: list, keys: list):
+def _fast(ctx, items: list, keys: list, mode: str):
     history: list = []        # (item index, signature, stream start, stream end), since a skip
     sigs: dict = {}           # or since the last iteration that found a queue buffer unused
     j = 0
@@ -61,7 +76,7 @@ def _fast(ctx, items: list, keys: list):
         if p:
             ahead = _ahead(keys, j, p)
             if ahead:
-                _skip(ctx, history[-p:], p, ahead)
+                _skip(ctx, history[-p:], p, ahead, mode)
                 ctx.steady_skipped = True
                 j += ahead * p
                 history = []
@@ -87,6 +102,19 @@ def _period(history: list, keys: list) -> int:
     return 0
 
 
+def _periodic(keys: list) -> bool:
+    """Whether some ``3 p`` consecutive keys repeat with a period ``p`` (two periods to
+    measure, one to leave out)."""
+    n = len(keys)
+    for p in range(1, min(MAX_PERIOD, n // 3) + 1):
+        run = 0
+        for x in range(p, n):
+            run = run + 1 if keys[x] == keys[x - p] else 0
+            if run >= 2 * p:
+                return True
+    return False
+
+
 def _ahead(keys: list, j: int, p: int) -> int:
     """Whole periods from item ``j`` on whose keys repeat those ``p`` items back."""
     x = j
@@ -95,7 +123,7 @@ def _ahead(keys: list, j: int, p: int) -> int:
     return (x - j) // p
 
 
-def _skip(ctx, period: list, p: int, repeats: int) -> None:
+def _skip(ctx, period: list, p: int, repeats: int, mode: str) -> None:
     """One SteadySkip per pipe, the scalar's last (it counts what was left out: the last
     period's instructions ``repeats`` times); each keeps the pace of that period (the average
     of two periods was tried: on the TransData of the batch-256 3x3 point it reached back into
@@ -108,9 +136,10 @@ def _skip(ctx, period: list, p: int, repeats: int) -> None:
     template = hash(tuple(sig for _j, sig, _s, _e in period))
     for pipe in ctx.pipes:
         if pipe != Pipe.S:
-            issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, template=template))
+            issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, template=template,
+                             mode=mode))
     issue(SteadySkip(pipe=Pipe.S, period=p, repeats=repeats, template=template,
-                     skipped=skipped))
+                     skipped=skipped, mode=mode))
 
 
 def _signature(ctx, start: int, end: int, cache: dict) -> int:

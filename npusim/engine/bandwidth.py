@@ -165,11 +165,14 @@ class GmBandwidth:
         self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
         return max(self.l2_free, self.hbm_free)
 
-    def reserve(self, now: float, nbytes: float, hbm: float) -> None:
+    def reserve(self, now: float, nbytes: float, hbm: float) -> float:
         """Hold both servers for ``nbytes`` through L2 and ``hbm`` of them to HBM, with no
-        lines touched: the transfers a fast run's steady skip left out (isa/steady.py)."""
+        lines touched: the transfers a fast run's steady skip left out (isa/steady.py).
+        Returns when both reservations end."""
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
         self.l2_hit_bytes += max(nbytes - hbm, 0.0)
-        if hbm > 0:
-            self.hbm_bytes += hbm
-            self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
+        if hbm <= 0:
+            return self.l2_free
+        self.hbm_bytes += hbm
+        self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
+        return max(self.l2_free, self.hbm_free)

@@ -87,7 +87,7 @@ def _pop_mark(engine, pipe, inst, t_issue) -> None:
     pipe.marks -= 1
     if inst.__class__ is SteadyTick:
         pipe.ticks.append((max(engine.env.now, t_issue), pipe.busy_cycles, pipe.gm_bytes,
-                           pipe.hbm_bytes, pipe.gm_moves))
+                           pipe.hbm_bytes, pipe.gm_moves, pipe.gm_wait))
     elif engine.tracer is not None:
         engine.tracer.mark(pipe.core.index, inst, max(engine.env.now, t_issue))
     if not pipe.queue and pipe.idle_waiters:
@@ -124,52 +124,95 @@ def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
 
 
 def _pace(inst, now: float, pipe) -> tuple | None:
-    """(cycles, busy cycles, GM bytes, HBM bytes, GM moves) per iteration left out by a steady
-    skip the pipe reaches ``now``: those of the ``period`` iterations before it (since the
-    tick that far back), or, when another pipe of the core was in a skip during them (the pipe
-    may have waited on it), the pace it measured at an earlier skip of the same iterations, if
-    any (isa/steady.py). None: no tick to measure from."""
+    """(cycles, busy cycles, GM bytes, HBM bytes, GM moves, cycles the moves waited on the
+    shared servers) per iteration left out by a steady skip the pipe reaches ``now``: those of
+    the ``period`` iterations before it (since the tick that far back), or, when another pipe
+    of the core was in a skip during them (the pipe may have waited on it), the pace it
+    measured at an earlier skip of the same iterations, if any (isa/steady.py). None: no tick
+    to measure from."""
     ticks, core = pipe.ticks, pipe.core
     n = inst.period
     if len(ticks) < n:
         return None
-    t0, busy, gm, hbm, moves = ticks[-n]
-    if t0 < core.skip_until - 1e-9 and inst.template in pipe.paces:
+    t0, busy, gm, hbm, moves, wait = ticks[-n]
+    clean = t0 >= core.skip_until - 1e-9 and not core.skipping
+    if not clean and inst.template in pipe.paces:
         return pipe.paces[inst.template]
     pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
-            (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n)
-    if t0 >= core.skip_until - 1e-9:
+            (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n,
+            (pipe.gm_wait - wait) / n)
+    if clean:
         pipe.paces[inst.template] = pace
     return pace
 
 
 def _pipe_skip(engine, pipe, inst, t_issue):
-    """A steady skip on a pipe: the pipe stays on it for the iterations left out at its pace
-    (``_pace``), counts their busy cycles, and reserves the shared L2 and HBM for their
-    transfers one at a time, evenly over the skip, so the other pipes' transfers meet that
-    traffic about when they would have (isa/steady.py)."""
+    """A steady skip on a pipe: the pipe stays on it for the iterations left out (at its
+    measured pace, or as a stream: ``_paced_skip``, ``_stream_skip``), counts their busy
+    cycles and reserves the shared L2 and HBM for their transfers (isa/steady.py)."""
     env = engine.env
     start = env.now
     pace = _pace(inst, start, pipe)
     left = inst.period * inst.repeats
-    shift = inst.cycles[0] = max(0.0, left * pace[0]) if pace is not None else 0.0
-    if shift > 0:
-        pipe.core.skip_until = max(pipe.core.skip_until, start + shift)
-        pipe.busy_cycles += left * pace[1]
-        count = round(left * pace[4])
-        if count:
-            gm, hbm = left * pace[2], left * pace[3]
-            for k in range(count):
-                engine.bw.reserve(env.now, gm / count, hbm / count)
-                yield env.timeout(max(0.0, start + (k + 1) * shift / count - env.now))
-            pipe.gm_bytes += gm
-            pipe.hbm_bytes += hbm
-            pipe.gm_moves += count
-        yield env.timeout(max(0.0, start + shift - env.now))
+    if pace is not None:
+        core = pipe.core
+        core.skipping += 1
+        skip = _stream_skip if inst.mode == "stream" else _paced_skip
+        yield from skip(engine, pipe, pace, left)
+        core.skipping -= 1
+        core.skip_until = max(core.skip_until, env.now)
+    shift = inst.cycles[0] = env.now - start
     pipe.last_end += shift
     if engine.tracer is not None:
         engine.tracer.records.append((pipe.core.index, pipe.name, inst, t_issue, start,
                                       start + shift))
+
+
+def _paced_skip(engine, pipe, pace, left: int):
+    """The left-out iterations at the pace of the measured period, their transfers reserved
+    one at a time, evenly over the skip, so the other pipes' transfers meet that traffic
+    about when they would have."""
+    env = engine.env
+    start = env.now
+    shift = max(0.0, left * pace[0])
+    if shift <= 0:
+        return
+    pipe.busy_cycles += left * pace[1]
+    count = round(left * pace[4])
+    if count:
+        gm, hbm = left * pace[2], left * pace[3]
+        for k in range(count):
+            engine.bw.reserve(env.now, gm / count, hbm / count)
+            yield env.timeout(max(0.0, start + (k + 1) * shift / count - env.now))
+        pipe.gm_bytes += gm
+        pipe.hbm_bytes += hbm
+        pipe.gm_moves += count
+    yield env.timeout(max(0.0, start + shift - env.now))
+
+
+def _stream_skip(engine, pipe, pace, left: int):
+    """A streaming loop's skip: the pipe runs its own work of the left-out iterations (its busy
+    cycles without their waits on the shared servers), each GM move waiting for the servers
+    as they are reserved now, not as they served the measured period; no waits on the other
+    pipes (a pipeline runs at its slowest stage's rate; they meet again after the skip). When
+    the other cores finish first, the servers free up and the skip speeds up, as the whole run
+    does; a loop bound by its flags' round trips rather than its stages comes out short."""
+    env = engine.env
+    own = max(0.0, pace[1] - pace[5])
+    count = round(left * pace[4])
+    pipe.busy_cycles += left * own
+    if not count:
+        yield env.timeout(left * own)
+        return
+    gm, hbm, step = left * pace[2] / count, left * pace[3] / count, left * own / count
+    for _ in range(count):
+        t = env.now
+        end = max(t + step, engine.bw.reserve(t, gm, hbm))
+        pipe.busy_cycles += end - t - step
+        yield env.timeout(end - t)
+    pipe.gm_bytes += gm * count
+    pipe.hbm_bytes += hbm * count
+    pipe.gm_moves += count
 
 
 def _exec_done(engine, pipe, inst, t_issue, start, end, clock) -> None:
@@ -249,7 +292,9 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         bw, tracer = engine.bw, engine.tracer
         hbm0 = bw.hbm_bytes
         nbytes = inst.charged_bytes(chip)
+        own = end
         end = max(end, bw.transfer(start, inst.gm_blocks(), nbytes, inst.gm_write))
+        pipe.gm_wait += end - own
         pipe.gm_bytes += nbytes                 # for a fast run's steady skips
         pipe.gm_moves += 1
         pipe.hbm_bytes += bw.hbm_bytes - hbm0

@@ -84,6 +84,7 @@ class PipeSim:
         self.gm_bytes = 0.0       # steady loop tick (fast runs), and those counts so far
         self.hbm_bytes = 0.0
         self.gm_moves = 0
+        self.gm_wait = 0.0        # cycles its GM moves waited on the shared servers
         self.paces: dict = {}     # steady skip template -> its pace here (processes._pace)
         self.full_reason = ("queue full", f"PIPE-{name}")   # what a scalar blocked here waits on
 
@@ -119,6 +120,7 @@ class CoreSim:
         self.san = None           # the race detector, when it follows this core
         self.ticks: list = []     # the scalar's clock at each steady loop tick (fast runs)
         self.skip_until = 0.0     # when the last steady skip of any of its pipes ends
+        self.skipping = 0         # its pipes in a steady skip now
 
     # flags: per key, the times at which its pending sets become visible --------------------
     def set_flag(self, key, visible_at: float) -> None:

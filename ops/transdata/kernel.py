@@ -44,6 +44,7 @@ from npusim.dsl import (
     set_atomic_add,
     set_atomic_none,
     set_flag,
+    steady,
     wait_flag,
 )
 from npusim.dsl import vector as vec
@@ -93,7 +94,7 @@ class TransDataKernel(Kernel):
         return range(get_block_idx(), len(self.plan.pieces), get_block_num())
 
     def process(self):
-        for i in self.my_pieces():
+        for i in steady(self.my_pieces(), key=self.piece_key, mode="stream"):
             piece = self.plan.pieces[i]
             if not self.plan.vnchwconv:
                 self.load_table(piece.table)
@@ -108,6 +109,14 @@ class TransDataKernel(Kernel):
             if self.plan.serial:   # the next copy-in reuses the buffer this one copied out of
                 set_flag("MTE3_MTE2", SERIAL_EVENT)
                 wait_flag("MTE3_MTE2", SERIAL_EVENT)
+
+    def piece_key(self, i: int) -> tuple:
+        """What piece ``i``'s instructions depend on besides addresses (npusim.dsl.steady):
+        its geometry, and its table when the plan gathers by table."""
+        p = self.plan.pieces[i]
+        return (p.rows, p.row_len, p.row_stride, p.outer, p.outer_stride, p.count,
+                p.count_stride, p.length, p.src_outer, p.src_outer_stride,
+                None if self.plan.vnchwconv else p.table)
 
     def load_table(self, t: int):
         if t == self.loaded:
