@@ -129,7 +129,8 @@ def test_the_fast_bench_compares_cases_and_kernels(capsys):
 
     names = [name for name, _ in bench_fast.fast_cases(quick=True)]
     assert any(n.startswith("pin conv-") for n in names)
-    assert sum(n.startswith("resnet50-backward b8 call") for n in names) == 24 * 2
+    assert sum(n.startswith("resnet50-backward b8 call") for n in names) == 24 * 2 + 23 * 2
+    assert "resnet50-backward b8 call 3 atlas-a2 5hd" in names
     whole = {"cycles": 100, "status": "ok", "kernels": [{"cycles": 40}, {"cycles": 60}]}
     fast = {"cycles": 103, "status": "ok", "fast": {"instructions_left_out": 9},
             "kernels": [{"cycles": 38}, {"cycles": 65}]}

@@ -3,8 +3,9 @@ whole run, and how much sooner it ends.
 
 Every row of the validation table (the slow ones too unless ``--quick``), every pinned operator
 case (``npusim/face/pinned.py``, timing only), every point of ``npusim predict
-resnet50-backward --batch 64`` (8 with ``--quick``) and the batch-256 ResNet-50 3x3 point on
-both default chips run twice, in this process, with the cache of points off: whole, then fast.
+resnet50-backward --batch 64`` (8 with ``--quick``; graph forms too) and the batch-256
+ResNet-50 3x3 point on both default chips run twice, in this process, with the cache of points
+off: whole, then fast.
 Printed per case: the whole run's cycles, the fast run's difference from them and the largest
 of its kernels', the instructions the fast run left out, and both wall times; then the largest
 differences over every case and the speed-up over the cases where something was left out.
@@ -42,13 +43,22 @@ def fast_cases(quick: bool) -> list:
 
 def resnet_cases(batch: int) -> list:
     """[(name, point)]: every call of ``npusim predict resnet50-backward --batch N`` on both
-    default chips, as the prediction runs it."""
+    default chips, as the prediction runs it, and its graph form on NC1HWC0 where it has one."""
+    from npusim.cases import find_case
     from npusim.studies.predict.study import CHIPS, _point
     from npusim.studies.workload import load_workload, rescale
 
     wl = rescale(load_workload("resnet50-backward"), batch)
-    return [(f"resnet50-backward b{batch} call {i} {chip}", _point(call, chip, chip))
-            for i, call in enumerate(wl.calls, 1) if call.modelled for chip in CHIPS]
+    out = []
+    for i, call in enumerate(wl.calls, 1):
+        five_hd = find_case(call.op).five_hd
+        for chip in CHIPS:
+            point = _point(call, chip, chip)
+            out.append((f"resnet50-backward b{batch} call {i} {chip}", point))
+            if five_hd is not None:
+                out.append((f"resnet50-backward b{batch} call {i} {chip} 5hd",
+                            {**point, "form": "5hd"}))
+    return out
 
 
 def run_fast_bench(quick: bool = False) -> dict:
