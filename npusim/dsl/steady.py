@@ -8,15 +8,17 @@ instructions with the same costs and flags.
 
 In a fast run the loop records its iterations, each with a signature of its instructions (class,
 pipe, kind, cycles, flags and GM bytes; not addresses, nor which event id or buffer of a double
-buffer it takes). Once the last ``2 p`` recorded iterations repeat with a period of ``p`` (p up
-to ``MAX_PERIOD``) and the keys ahead keep that period, the whole periods ahead are not run:
-the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``) and the timed run advances each
-pipe over the periods left out. The iterations after them (another key, or the last few) run as
-usual. ``mode`` says how a pipe advances: ``"pace"``, at the pace of the last period it ran
-(for loops whose pipes wait on each other's flags: the cube kernels); ``"stream"``, by its own
-work, each left-out transfer waiting for the shared L2 and HBM as they are then (for loops bound
-by GM traffic shared with other cores: TransData, whose paced skips were 12% slow once the
-other cores finished first).
+buffer it takes). Once the last ``2 p`` recorded iterations repeat with an even period of
+``p`` (p up to ``MAX_PERIOD``; even, so that a double buffer's two halves, which alternate in
+time, are both in a measured period) and the keys ahead keep that period, the whole periods
+ahead are not run: the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``) and the
+timed run advances each pipe over the periods left out by the ones it ran, each left-out
+transfer waiting for the shared L2 and HBM as they are then. ``mode`` says what else a pipe
+spends there: ``"pace"``, its measured time less its waits on those servers (for loops whose
+pipes wait on each other's flags: the cube kernels); ``"stream"``, its own work alone (for
+loops bound by GM traffic shared with every core: TransData, whose vector pipe's measured
+time is its wait on a contended copy). The iterations after them (another key, or the last
+few) run as usual.
 
 One steady loop skips per core and launch: a loop opened inside another is the loop itself, so
 is every loop after one that skipped (its measured periods could hold the other pipes' skips
@@ -26,11 +28,10 @@ the loop inside it may skip (gradWeight's images inside its few distinct tasks).
 
 What this assumes (and a fast run's error measures, ``docs/guide/demo-and-bench.md``): the
 pipes have reached their steady state within the recorded periods; the shared HBM and L2 serve
-the left-out iterations as they served the recorded ones ("pace") or as the other cores' traffic
-then allows ("stream"), and the L2's hits are those of the recorded periods; the kernel's Python
-state that the loop body carries from one iteration to the next is the same after a whole period
-(the signatures check what it issues, not the state itself). Outputs are not computed: a fast
-run is timing only.
+the left-out iterations' transfers as the other cores' traffic then allows, and the L2's hits
+are those of the recorded periods; the kernel's Python state that the loop body carries from
+one iteration to the next is the same after a whole period (the signatures check what it
+issues, not the state itself). Outputs are not computed: a fast run is timing only.
 """
 
 from collections import Counter
@@ -93,9 +94,11 @@ def _fast(ctx, items: list, keys: list, mode: str):
 
 
 def _period(history: list, keys: list) -> int:
-    """The smallest p with the last 2p recorded iterations periodic in signature and key."""
+    """The smallest even p with the last 2p recorded iterations periodic in signature and key
+    (even: the two halves of a double buffer alternate in time though not in signature, so a
+    pace measured over one iteration would be one half's)."""
     n = len(history)
-    for p in range(1, min(MAX_PERIOD, n // 2) + 1):
+    for p in range(2, min(MAX_PERIOD, n // 2) + 1, 2):
         if all(history[-k][1] == history[-k - p][1]
                and keys[history[-k][0]] == keys[history[-k - p][0]] for k in range(1, p + 1)):
             return p
@@ -103,10 +106,10 @@ def _period(history: list, keys: list) -> int:
 
 
 def _periodic(keys: list) -> bool:
-    """Whether some ``3 p`` consecutive keys repeat with a period ``p`` (two periods to
+    """Whether some ``3 p`` consecutive keys repeat with an even period ``p`` (two periods to
     measure, one to leave out)."""
     n = len(keys)
-    for p in range(1, min(MAX_PERIOD, n // 3) + 1):
+    for p in range(2, min(MAX_PERIOD, n // 3) + 1, 2):
         run = 0
         for x in range(p, n):
             run = run + 1 if keys[x] == keys[x - p] else 0

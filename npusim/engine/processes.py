@@ -147,18 +147,16 @@ def _pace(inst, now: float, pipe) -> tuple | None:
 
 
 def _pipe_skip(engine, pipe, inst, t_issue):
-    """A steady skip on a pipe: the pipe stays on it for the iterations left out (at its
-    measured pace, or as a stream: ``_paced_skip``, ``_stream_skip``), counts their busy
-    cycles and reserves the shared L2 and HBM for their transfers (isa/steady.py)."""
+    """A steady skip on a pipe: the pipe stays on it for the iterations left out
+    (``_skip_moves``), counts their busy cycles and reserves the shared L2 and HBM for their
+    transfers (isa/steady.py)."""
     env = engine.env
     start = env.now
     pace = _pace(inst, start, pipe)
-    left = inst.period * inst.repeats
     if pace is not None:
         core = pipe.core
         core.skipping += 1
-        skip = _stream_skip if inst.mode == "stream" else _paced_skip
-        yield from skip(engine, pipe, pace, left)
+        yield from _skip_moves(engine, pipe, pace, inst.period * inst.repeats, inst.mode)
         core.skipping -= 1
         core.skip_until = max(core.skip_until, env.now)
     shift = inst.cycles[0] = env.now - start
@@ -168,48 +166,24 @@ def _pipe_skip(engine, pipe, inst, t_issue):
                                       start + shift))
 
 
-def _paced_skip(engine, pipe, pace, left: int):
-    """The left-out iterations at the pace of the measured period, their transfers reserved
-    one at a time, evenly over the skip, so the other pipes' transfers meet that traffic
-    about when they would have."""
+def _skip_moves(engine, pipe, pace, left: int, mode: str):
+    """The left-out iterations, GM move by GM move: between two moves the pipe spends its
+    measured time per iteration less what its moves waited on the shared servers ("pace":
+    its flag waits kept; "stream": its own work alone), and each move waits for L2 and HBM as
+    they are reserved now, not as they served the measured period. A pipe with no GM moves
+    spends its measured time ("pace") or its busy cycles ("stream") per iteration."""
     env = engine.env
-    start = env.now
-    shift = max(0.0, left * pace[0])
-    if shift <= 0:
-        return
-    pipe.busy_cycles += left * pace[1]
-    count = round(left * pace[4])
-    if count:
-        gm, hbm = left * pace[2], left * pace[3]
-        for k in range(count):
-            engine.bw.reserve(env.now, gm / count, hbm / count)
-            yield env.timeout(max(0.0, start + (k + 1) * shift / count - env.now))
-        pipe.gm_bytes += gm
-        pipe.hbm_bytes += hbm
-        pipe.gm_moves += count
-    yield env.timeout(max(0.0, start + shift - env.now))
-
-
-def _stream_skip(engine, pipe, pace, left: int):
-    """A streaming loop's skip: the pipe runs its own work of the left-out iterations (its busy
-    cycles without their waits on the shared servers), each GM move waiting for the servers
-    as they are reserved now, not as they served the measured period; no waits on the other
-    pipes (a pipeline runs at its slowest stage's rate; they meet again after the skip). When
-    the other cores finish first, the servers free up and the skip speeds up, as the whole run
-    does; a loop bound by its flags' round trips rather than its stages comes out short."""
-    env = engine.env
-    own = max(0.0, pace[1] - pace[5])
-    count = round(left * pace[4])
-    pipe.busy_cycles += left * own
+    wall, busy, gm, hbm, moves, wait = pace
+    own = max(0.0, (wall if mode == "pace" else busy) - wait)
+    count = round(left * moves)
+    pipe.busy_cycles += left * busy
     if not count:
         yield env.timeout(left * own)
         return
-    gm, hbm, step = left * pace[2] / count, left * pace[3] / count, left * own / count
+    gm, hbm, step = left * gm / count, left * hbm / count, left * own / count
     for _ in range(count):
         t = env.now
-        end = max(t + step, engine.bw.reserve(t, gm, hbm))
-        pipe.busy_cycles += end - t - step
-        yield env.timeout(end - t)
+        yield env.timeout(max(t + step, engine.bw.reserve(t, gm, hbm)) - t)
     pipe.gm_bytes += gm * count
     pipe.hbm_bytes += hbm * count
     pipe.gm_moves += count
