@@ -205,9 +205,10 @@ def _parser() -> argparse.ArgumentParser:
                    "with numerics; explain: the standard cases with --explain (with large: "
                    "also the 6144^3 conv); memory (half an hour): the peak RSS of the large "
                    "runs of docs/guide/memory.md; predict (minutes): ResNet-50 at batch 32 "
-                   "and 256 on both chips, --jobs 2, whole and --fast; fast (an hour): every "
-                   "validation row and the batch-256 3x3 point, whole and fast, their "
-                   "difference in cycles and wall time")
+                   "and 256 on both chips, --jobs 2, whole and --fast; fast (half an hour): "
+                   "every validation row, pinned case and batch-64 ResNet-50 point and the "
+                   "batch-256 3x3 point, whole and fast, their difference in cycles (the "
+                   "point's and its furthest kernel's) and wall time")
     p.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     p.add_argument("--against", metavar="FILE",
                    help="a --json file of another checkout: show each case's speed-up over it")
