@@ -128,9 +128,8 @@ def _ahead(keys: list, j: int, p: int) -> int:
 
 def _skip(ctx, period: list, p: int, repeats: int, mode: str) -> None:
     """One SteadySkip per pipe, the scalar's last (it counts what was left out: the last
-    period's instructions ``repeats`` times); each keeps the pace of that period (the average
-    of two periods was tried: on the TransData of the batch-256 3x3 point it reached back into
-    the queues' filling and was 12% further off)."""
+    period's instructions ``repeats`` times); the timed run measures each pipe over that
+    period (isa/steady.py)."""
     skipped = Counter()
     for _j, _sig, start, end in period:
         skipped.update(inst.name for inst in ctx.stream[start:end] if inst.kind != "mark")

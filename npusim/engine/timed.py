@@ -80,8 +80,8 @@ class PipeSim:
         self.blocked_on = None
         self.last_inst = None
         self.done = False
-        self.ticks: list = []     # (time, busy cycles, GM bytes, HBM bytes, moves) at each
-        self.gm_bytes = 0.0       # steady loop tick (fast runs), and those counts so far
+        self.ticks: list = []     # (time, busy cycles, GM bytes, HBM bytes, moves, GM wait)
+        self.gm_bytes = 0.0       # at each steady loop tick (fast runs); those counts so far
         self.hbm_bytes = 0.0
         self.gm_moves = 0
         self.gm_wait = 0.0        # cycles its GM moves waited on the shared servers

@@ -15,8 +15,8 @@ import time
 
 
 def fast_cases(quick: bool) -> list:
-    """[(name, point)]: the validation table's points and the pinned cases' (each once), and
-    the batch-256 point."""
+    """[(name, point)]: the validation table's points and the pinned cases' (each once), the
+    ResNet-50 prediction's points (``resnet_cases``) and the batch-256 3x3 point."""
     from npusim.face.pinned import PINNED_OPS
     from npusim.studies.validate.study import load_table
 
@@ -62,7 +62,7 @@ def resnet_cases(batch: int) -> list:
 
 
 def run_fast_bench(quick: bool = False) -> dict:
-    """Run the cases both ways; print the table; return {"rows", "worst", "speedup"}."""
+    """Run the cases both ways; print the table; return ``summarise``'s dict."""
     from npusim.studies import cache
     from npusim.studies.executor import run_point
 
@@ -106,8 +106,9 @@ def _print(row: dict) -> None:
 
 
 def summarise(rows: list) -> dict:
-    """The largest |difference| over every case that ran, and the wall-time speed-up over the
-    cases where the fast run left something out."""
+    """{"rows", "worst", "worst_kernel", "speedup"}: the cases with the largest |difference|
+    of the whole point and of a kernel over every case that ran, and the wall-time speed-up
+    over the cases where the fast run left something out."""
     ran = [r for r in rows if r["error"] is not None]
     skipped = [r for r in ran if r["left_out"]]
     worst = max(ran, key=lambda r: abs(r["error"]), default=None)

@@ -55,9 +55,10 @@ def fast_line(result: dict) -> list:
     if not result.get("fast"):
         return []
     return ["Fast run (--fast): where a kernel's steady tile loop repeats, the repeated periods "
-            "were left out and each pipe advanced by the pace of the periods it ran, so these "
-            "times approximate a whole run's; npusim bench --group fast measures how far apart "
-            "the two are (docs/guide/demo-and-bench.md, Fast runs)."]
+            "were left out and each pipe advanced over them by the periods it ran, their "
+            "transfers waiting for L2 and HBM as they were then, so these times approximate a "
+            "whole run's; npusim bench --group fast measures how far apart the two are "
+            "(docs/guide/demo-and-bench.md, Fast runs)."]
 
 
 def formats_line(result: dict) -> str:
