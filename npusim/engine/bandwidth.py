@@ -31,7 +31,8 @@ from npusim.isa.move import block_span
 
 
 class L2Cache:
-    """Which GM lines are resident in L2 (a bit per line, FIFO eviction)."""
+    """Which GM lines are resident in L2 (a bit per line, FIFO eviction). ``order`` holds the
+    insertions, oldest first: ``(a, b)`` line ranges and arrays of lines."""
 
     def __init__(self, gm_bytes: int, l2_bytes: int, line_bytes: int):
         self.line = line_bytes
@@ -50,7 +51,7 @@ class L2Cache:
         if hits < b - a:
             window[:] = True
             self.count += (b - a) - hits
-            self.order.append((a, b, False))
+            self.order.append((a, b))
             self._evict()
         return (b - a) - hits
 
@@ -70,12 +71,7 @@ class L2Cache:
         if fresh.size:
             self.resident[fresh] = True
             self.count += int(fresh.size)
-            # Runs of consecutive fresh lines, each evicted a line at a time (see _evict).
-            cut = np.flatnonzero(np.diff(fresh) != 1) + 1
-            # (np.concatenate, not np.r_, which costs about 20 us a call)
-            first, last = np.concatenate(([0], cut)), np.concatenate((cut - 1, [-1]))
-            starts, ends = fresh[first].tolist(), (fresh[last] + 1).tolist()
-            self.order.extend(zip(starts, ends, [True] * len(starts), strict=True))
+            self.order.append(fresh)   # evicted a line at a time (see _evict)
             self._evict()
         return int(fresh.size)
 
@@ -92,12 +88,13 @@ class L2Cache:
         return self.resident[first:first + count * step].reshape(count, step)[:, :per]
 
     def _insert_rows(self, grid, first: int, step: int) -> int:
-        """Every line of ``grid`` was absent: each block's lines become one run (as in
-        access_blocks' general path), in address order."""
+        """Every line of ``grid`` was absent: its lines, in address order, become one entry
+        (as in access_blocks' general path)."""
         grid[...] = True
         count, per = grid.shape
         self.count += count * per
-        self.order.extend((a, a + per, True) for a in range(first, first + count * step, step))
+        rows = np.arange(first, first + count * step, step, dtype=np.int64)
+        self.order.append((rows[:, None] + np.arange(per, dtype=np.int64)).ravel())
         self._evict()
         return count * per
 
@@ -124,20 +121,26 @@ class L2Cache:
         return lines[~self.resident[lines]]
 
     def _evict(self) -> None:
-        """Evict first-inserted first. An ``access`` range goes whole; a run of lines that
-        ``access_blocks`` inserted goes a line at a time, as if each line were its own entry."""
+        """Evict first-inserted first. An ``access`` range, an ``(a, b)`` entry, goes whole;
+        the lines ``access_blocks`` inserted, an array entry, go a line at a time, as if each
+        line were its own entry: only those that bring the count down to the capacity."""
         order, resident = self.order, self.resident
         while self.count > self.capacity and order:
-            a, b, by_line = order.popleft()
-            if by_line:   # just the lines that bring the count down to the capacity
-                csum = np.cumsum(resident[a:b])
-                k = min(int(np.searchsorted(csum, self.count - self.capacity)) + 1, b - a)
-                if a + k < b:
-                    order.appendleft((a + k, b, True))
-                b = a + k
-            window = resident[a:b]
-            self.count -= int(np.count_nonzero(window))
-            window[:] = False
+            entry = order.popleft()
+            if isinstance(entry, tuple):
+                window = resident[entry[0]:entry[1]]
+                self.count -= int(np.count_nonzero(window))
+                window[:] = False
+                continue
+            there = resident[entry]
+            excess, held = self.count - self.capacity, int(np.count_nonzero(there))
+            if held >= excess:   # the last entry this eviction touches: cut it
+                k = int(np.searchsorted(np.cumsum(there), excess)) + 1
+                if k < entry.size:
+                    order.appendleft(entry[k:])
+                entry, held = entry[:k], excess
+            resident[entry] = False
+            self.count -= held
 
 
 class GmBandwidth:
