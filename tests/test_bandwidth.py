@@ -160,3 +160,21 @@ def test_l2_eviction_is_line_by_line_fifo(seed):
             assert l2.access_blocks(addr, count, length, stride) == \
                 ref.access_blocks(addr, count, length, stride)
         assert set(np.flatnonzero(l2.resident).tolist()) == ref.resident
+
+
+def test_burst_bytes_is_the_sum_over_blocks():
+    """Whatever the stride, the bytes charged are every block's bursts added up (the path
+    that sums one period of burst offsets included)."""
+    from npusim.isa.move import burst_bytes
+
+    rng = np.random.default_rng(5)
+    for _ in range(3000):
+        burst = int(rng.choice([32, 128, 512]))
+        count, length = int(rng.integers(2, 60)), int(rng.integers(1, 700))
+        stride = length + int(rng.choice([0, 32, 64, 96, int(rng.integers(1, 1000))]))
+        addr = int(rng.integers(0, 1 << 16))
+        if stride == length and addr % burst == 0:
+            continue   # a contiguous aligned copy is charged as one span
+        blocks = sum(-(-(addr + i * stride + length) // burst) - (addr + i * stride) // burst
+                     for i in range(count))
+        assert burst_bytes(addr, count, length, stride, burst) == blocks * burst

@@ -130,11 +130,7 @@ class OpRun:
                 read[name] = None
                 continue
             tensor, shape = spec
-            count = 1
-            for d in shape:
-                count *= int(d)
-            self.gm.load_inputs()
-            read[name] = tensor.array(count).reshape(shape).copy()
+            read[name] = self.gm.read_back(tensor, shape, copy=self.numerics)
         cycles = 0
         for part in self.parts:
             part.start_cycle = cycles + part.wait_cycles
