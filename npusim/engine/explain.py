@@ -110,6 +110,12 @@ def critical_path(result, with_what_ifs: bool = False) -> CriticalPath:
 def kernel_share(name: str, gap: int, launch: int, run, with_what_ifs: bool = False):
     """One kernel's KernelShare from its timed, traced ``run``: its path's cycles by what, plus
     the stream gap before it and its launch."""
+    return share_of(name, gap, launch, run.cycles, run_path(name, run, with_what_ifs))
+
+
+def run_path(name: str, run, with_what_ifs: bool = False) -> tuple:
+    """(cycles by what, edges, KernelPath, what-if ends) of ``run``'s own path: what
+    ``share_of`` makes a KernelShare of (``npusim/engine/launch_memo.py`` keeps it)."""
     if getattr(run.tracer, "jittered", False):
         raise NpusimError(f"kernel {name}: the run was made with jitter: its dependency graph "
                           "cannot re-time a run made with jitter (run without it for the "
@@ -120,19 +126,26 @@ def kernel_share(name: str, gap: int, launch: int, run, with_what_ifs: bool = Fa
     ends = {label: retime(graph, scale, hbm).run_end
             for label, scale, hbm in scenarios(by)} if with_what_ifs else {}
     del graph
+    return by, path.edges, path, ends
+
+
+def share_of(name: str, gap: int, launch: int, cycles: int, own: tuple):
+    """The KernelShare of a kernel of ``cycles`` whose path is ``own`` (``run_path``), after
+    a stream gap of ``gap`` and a launch of ``launch`` cycles."""
+    by, edges, path, ends = own
+    by = Counter(by)
     if gap:
         by["stream gap"] += gap
     if launch:
         by["launch"] += launch
-    rounding = run.cycles - path.length
+    rounding = cycles - path.length
     if not -1e-6 <= rounding < 1:
         raise NpusimError(f"kernel {name}: its dependency graph gives {path.length:.3f} "
-                          f"cycles, the run {run.cycles}: the graph cannot re-time a run "
+                          f"cycles, the run {cycles}: the graph cannot re-time a run "
                           "made with jitter")
     if rounding > 1e-9:
         by["rounding"] += rounding
-    return KernelShare(name, gap + launch + run.cycles, by, path.edges, path, path.length,
-                       ends)
+    return KernelShare(name, gap + launch + cycles, by, edges, path, path.length, ends)
 
 
 @dataclass

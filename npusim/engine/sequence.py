@@ -27,6 +27,8 @@ from functools import partial
 import numpy as np
 
 from npusim.chip import load_chip
+from npusim.engine import launch_memo
+from npusim.engine.fast import fast_launch
 from npusim.engine.kernel_costs import (
     IMPLS,
     WORD_BYTES,
@@ -98,8 +100,15 @@ class OpRun:
         tiling = self.gm.tensor(f"{name}.tiling", np.int64, len(words),
                                 np.array(words, np.uint64).view(np.int64))
         cls = with_tiling_read(kernel_cls, tiling, len(words), self.chip.tiling_line_bytes)
-        result = launch(cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
-                        outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
+        key = self._memo_key(kernel_cls, block_dim, args, (name, op_type, impl))
+        kept = launch_memo.lookup(key)
+        if kept is None:
+            result = launch(cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
+                            outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
+        else:                       # the same launch ran before in this study
+            self.gm.check_fits(self.chip)
+            result = Result(outputs={}, cycles=kept[0], chip=self.chip, mode=self.mode,
+                            stats=kept[1])
         timed = self.mode == "timed"
         core_type = kernel_cls.core_type if self.chip.separated else "aic"
         self.parts.append(KernelRun(
@@ -107,19 +116,38 @@ class OpRun:
             start_cycles(self.chip, block_dim, impl) if timed else 0,
             self.chip.kernel_gap_cycles if timed and self.parts else 0,
             len(words) * WORD_BYTES, impl))
+        own = kept[2] if kept is not None else None
         if self.path_only:
-            self._keep_path_only(self.parts[-1])
+            own = self._keep_path_only(self.parts[-1], own)
+        if kept is None:
+            launch_memo.keep(key, (result.cycles, result.stats, own))
         return result
 
-    def _keep_path_only(self, part: KernelRun) -> None:
-        """Take the kernel's critical-path share now and drop its records."""
-        from npusim.engine.explain import kernel_share
+    def _memo_key(self, kernel_cls, block_dim: int, args: dict, labels: tuple) -> str | None:
+        """The launch's key in the study's memo (``npusim/engine/launch_memo.py``), or None
+        when it must run: numerics, a full trace or jitter."""
+        opts = self.options
+        if self.mode != "timed" or self.numerics or opts["jitter"] is not None \
+                or opts["trace"] not in ("path", False) or not launch_memo.active():
+            return None
+        fast = fast_launch(mode=self.mode, numerics=self.numerics, sanitize=opts["sanitize"],
+                           jitter=None, eager=kernel_cls.reads_data)
+        return launch_memo.launch_key(kernel_cls, self.chip, block_dim, args, self.gm, labels,
+                                      (opts["trace"], bool(opts["sanitize"]), fast))
+
+    def _keep_path_only(self, part: KernelRun, own: tuple | None):
+        """Take the kernel's critical-path share now (from ``own``, the same launch's path
+        taken before, when given) and drop its records; return its own path."""
+        from npusim.engine.explain import run_path, share_of
         from npusim.engine.gc_pause import gc_paused
 
         with gc_paused():
-            self.kernel_paths.append(kernel_share(part.name, part.wait_cycles,
-                                                  part.launch_cycles, part.result))
+            if own is None:
+                own = run_path(part.name, part.result)
+            self.kernel_paths.append(share_of(part.name, part.wait_cycles,
+                                              part.launch_cycles, part.result.cycles, own))
         part.result.tracer = None
+        return own
 
     def result(self, outputs: dict, *, tiling=None, workspace_bytes: int = 0) -> Result:
         """The operator's Result. ``outputs`` maps each aclnn output name to

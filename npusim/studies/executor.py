@@ -30,6 +30,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
+from npusim.engine import launch_memo
 from npusim.errors import NpusimError, NumericsRequiredError, TilingError
 from npusim.face import interrupt
 
@@ -166,20 +167,23 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
         return records
     if scheduler:
         _run_dask(missing, scheduler, done_missing)
-    elif jobs <= 1 or len(missing) <= 1:
-        for j, p in enumerate(missing):
-            done_missing(j, run_point(p))
-    else:
-        _run_pool(missing, min(jobs, len(missing)), done_missing)
+        return records
+    with launch_memo.scope() as shared:    # identical launches run once (exact)
+        if jobs <= 1 or len(missing) <= 1:
+            for j, p in enumerate(missing):
+                done_missing(j, run_point(p))
+        else:
+            _run_pool(missing, min(jobs, len(missing)), done_missing, shared)
     return records
 
 
-def _run_pool(points: list, jobs: int, done) -> None:
+def _run_pool(points: list, jobs: int, done, shared: str | None = None) -> None:
     """The points on a local process pool. Workers ignore SIGINT (a terminal's Ctrl-C reaches
     the whole process group); on any exception out of the wait here (KeyboardInterrupt first
     of all, whichever process got the signal) the workers are killed and reaped before it goes
-    on, so the command ends at once with no process left behind."""
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start)
+    on, so the command ends at once with no process left behind. ``shared``: the directory
+    of the launch memo's scope (``npusim/engine/launch_memo.py``) the workers join."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start, initargs=(shared,))
     try:
         futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
         for fut in as_completed(futures):
@@ -197,9 +201,11 @@ def _run_pool(points: list, jobs: int, done) -> None:
     pool.shutdown()
 
 
-def _worker_start() -> None:
-    """In each pool worker: leave SIGINT to the parent, which stops the workers itself."""
+def _worker_start(shared: str | None = None) -> None:
+    """In each pool worker: leave SIGINT to the parent, which stops the workers itself; join
+    the parent's launch memo."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    launch_memo.join(shared)
 
 
 def _kill_pool(pool: ProcessPoolExecutor) -> None:

@@ -21,6 +21,7 @@ call runs on any of the chips is an NpusimError, not a prediction of 0 us.
 
 import os
 
+from npusim.engine import launch_memo
 from npusim.errors import NpusimError
 from npusim.face import provenance
 from npusim.studies.executor import run_points
@@ -51,8 +52,6 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     todo = [i for i, (call, chip) in enumerate(pairs)
             if call.modelled and call.runs_on(product[chip])]
     points = [_point(call, specs[chip], chip) for call, chip in (pairs[i] for i in todo)]
-    records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record,
-                         fast=fast)
 
     def run_more(more: list) -> list:       # the graph forms' points, after the aclnn ones
         if on_more is not None:
@@ -60,7 +59,10 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
         return run_points(more, jobs=jobs, scheduler=scheduler, on_record=on_record,
                           fast=fast)
 
-    forms = run_graph_forms(pairs, todo, records, points, run_more)
+    with launch_memo.scope():    # the graph forms rerun the aclnn forms' cube kernels
+        records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record,
+                             fast=fast)
+        forms = run_graph_forms(pairs, todo, records, points, run_more)
     rows = [call_row(call, chip, None, wl.formats, elsewhere=not call.runs_on(product[chip]))
             for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
