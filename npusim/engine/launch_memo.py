@@ -29,8 +29,6 @@ import hashlib
 import json
 import os
 import pickle
-import shutil
-import tempfile
 from contextlib import contextmanager
 from enum import Enum
 
@@ -58,6 +56,9 @@ def scope(directory: str | None = None):
         finally:
             _STATE["depth"] -= 1
         return
+    import shutil
+    import tempfile
+
     own = directory is None
     path = tempfile.mkdtemp(prefix="npusim-launches-") if own else directory
     _STATE.update(depth=1, entries={}, dir=path)
@@ -184,6 +185,8 @@ def keep(key: str | None, entry) -> None:
     other processes' too (written whole, then renamed)."""
     if key is None or not active():
         return
+    import tempfile
+
     blob = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
     _STATE["entries"][key] = blob
     COUNTS["kept"] += 1
