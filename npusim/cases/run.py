@@ -23,6 +23,7 @@ import numpy as np
 
 from npusim.cases.common import OpCase, zero_inputs
 from npusim.chip import load_chip
+from npusim.engine import launch_memo
 from npusim.engine.fast import fast_runs
 from npusim.errors import NpusimError
 from npusim.golden.atomic import AtomicSum
@@ -254,3 +255,14 @@ def compare_runs(case, chips, shape, dtype, params, tiling=None, mode="timed", s
     if all(r.error for r in runs):
         raise NpusimError(runs[0].error)
     return runs
+
+
+def same_launches(directory: str | None = None):
+    """``with same_launches():`` a study's timing-only launches that are identical run once
+    (``npusim/engine/launch_memo.py``); ``directory``: the scope a pool worker joins."""
+    return launch_memo.scope(directory)
+
+
+def join_same_launches(directory: str | None) -> None:
+    """In a pool worker: use the parent study's ``same_launches`` scope in ``directory``."""
+    launch_memo.join(directory)

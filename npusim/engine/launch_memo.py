@@ -5,7 +5,7 @@ serves several calls, and a call's graph form (``npusim/cases/five_hd.py``) runs
 form's cube kernels again on the same NC1HWC0 tensors. A timing-only launch (``numerics=False``:
 nothing is computed, GM is not written) is a function of what this module keys:
 
-- the kernel class (module and qualified name) and the code (``studies.cache.code_version``);
+- the kernel class (module and qualified name; the code is that of the one study);
 - the chip model's values, the core count, the kernel's name, op type and implementation;
 - its arguments by value: scalars, dtypes, dataclasses field by field, numpy arrays by a
   sha256 of their bytes, and GM tensors by dtype, size, offset into their allocation and
@@ -19,9 +19,9 @@ and critical-path share instead of being simulated again. The first launch's own
 the result: nothing is approximated (``tests/test_launch_memo.py`` holds a study's records
 equal with and without the scope). Launches with numerics, a full trace, jitter or an argument
 of another kind (a kernel class defined in a function, an object the key does not know) always
-run. The scope's pool workers share it through a private temporary directory, removed when
-the scope ends; nothing is kept from one study to the next (``studies/cache.py`` does that for
-whole points).
+run. The studies open the scope through the registry (``npusim.cases.run.same_launches``);
+its pool workers share it through a private temporary directory, removed when the scope ends;
+nothing is kept from one study to the next (``studies/cache.py`` does that for whole points).
 """
 
 import dataclasses
@@ -36,7 +36,7 @@ import numpy as np
 
 from npusim.engine.memory import GM_ALIGN_BYTES, GlobalTensor
 
-_STATE = {"depth": 0, "entries": None, "dir": None}
+_STATE = {"depth": 0, "dir": None}
 COUNTS = {"reused": 0, "kept": 0}     # this process's, over every scope (tests, the bench)
 _CHIP_PRINTS: dict = {}
 
@@ -61,11 +61,11 @@ def scope(directory: str | None = None):
 
     own = directory is None
     path = tempfile.mkdtemp(prefix="npusim-launches-") if own else directory
-    _STATE.update(depth=1, entries={}, dir=path)
+    _STATE.update(depth=1, dir=path)
     try:
         yield path
     finally:
-        _STATE.update(depth=0, entries=None, dir=None)
+        _STATE.update(depth=0, dir=None)
         if own:
             shutil.rmtree(path, ignore_errors=True)
 
@@ -74,7 +74,7 @@ def join(directory: str | None) -> None:
     """A pool worker's start: its launches use the parent's scope in ``directory`` from now
     on (the worker ends with the pool, so the scope is never closed)."""
     if directory:
-        _STATE.update(depth=1, entries={}, dir=directory)
+        _STATE.update(depth=1, dir=directory)
 
 
 def active() -> bool:
@@ -94,10 +94,8 @@ def launch_key(kernel_cls, chip, block_dim: int, args: dict, gm, labels: tuple,
                 _canon(args, bases, {}))
     except _Unkeyable:
         return None
-    from npusim.studies.cache import code_version
-
     digest = hashlib.sha256()
-    for part in (code_version(), _chip_print(chip), repr(body)):
+    for part in (_chip_print(chip), repr(body)):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
@@ -161,21 +159,16 @@ def _plain(value):
 
 
 def lookup(key: str | None):
-    """The entry kept under ``key`` in this scope, or None."""
+    """The entry kept under ``key`` in this scope, or None. Entries live in the scope's
+    directory only (a critical path at batch 256 pickles to megabytes: no process holds
+    them)."""
     if key is None or not active():
         return None
-    entries = _STATE["entries"]
-    if key in entries:
-        COUNTS["reused"] += 1
-        return pickle.loads(entries[key])
-    path = os.path.join(_STATE["dir"], f"{key}.pkl")
     try:
-        with open(path, "rb") as f:
-            blob = f.read()
-        entry = pickle.loads(blob)
+        with open(os.path.join(_STATE["dir"], f"{key}.pkl"), "rb") as f:
+            entry = pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError):
         return None
-    entries[key] = blob
     COUNTS["reused"] += 1
     return entry
 
@@ -187,13 +180,11 @@ def keep(key: str | None, entry) -> None:
         return
     import tempfile
 
-    blob = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-    _STATE["entries"][key] = blob
-    COUNTS["kept"] += 1
     try:
         fd, tmp = tempfile.mkstemp(dir=_STATE["dir"], prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+            pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, os.path.join(_STATE["dir"], f"{key}.pkl"))
-    except OSError:
-        pass
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return      # no memo, never a failed run (the scope's end removes what is left)
+    COUNTS["kept"] += 1

@@ -107,8 +107,9 @@ class OpRun:
                             outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
         else:                       # the same launch ran before in this study
             self.gm.check_fits(self.chip)
+            stats = kept[1] | {"wall_seconds": {"record": 0.0, "run": 0.0, "total": 0.0}}
             result = Result(outputs={}, cycles=kept[0], chip=self.chip, mode=self.mode,
-                            stats=kept[1])
+                            stats=stats)
         timed = self.mode == "timed"
         core_type = kernel_cls.core_type if self.chip.separated else "aic"
         self.parts.append(KernelRun(

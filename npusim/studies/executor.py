@@ -30,7 +30,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from npusim.engine import launch_memo
 from npusim.errors import NpusimError, NumericsRequiredError, TilingError
 from npusim.face import interrupt
 
@@ -137,6 +136,7 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
     in the points' order. A point simulated before (same point, chip file and code) is read
     from the cache (``npusim/studies/cache.py``) instead, unless ``NPUSIM_NO_CACHE=1``.
     ``fast``: every timing-only point is a fast run (``npusim/engine/fast.py``)."""
+    from npusim.cases.run import same_launches
     from npusim.studies import cache
 
     if fast:
@@ -168,7 +168,7 @@ def run_points(points: list, *, jobs: int = 1, scheduler: str | None = None,
     if scheduler:
         _run_dask(missing, scheduler, done_missing)
         return records
-    with launch_memo.scope() as shared:    # identical launches run once (exact)
+    with same_launches() as shared:    # identical launches run once (exact)
         if jobs <= 1 or len(missing) <= 1:
             for j, p in enumerate(missing):
                 done_missing(j, run_point(p))
@@ -182,7 +182,7 @@ def _run_pool(points: list, jobs: int, done, shared: str | None = None) -> None:
     the whole process group); on any exception out of the wait here (KeyboardInterrupt first
     of all, whichever process got the signal) the workers are killed and reaped before it goes
     on, so the command ends at once with no process left behind. ``shared``: the directory
-    of the launch memo's scope (``npusim/engine/launch_memo.py``) the workers join."""
+    of the launch memo's scope (``npusim.cases.run.same_launches``) the workers join."""
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start, initargs=(shared,))
     try:
         futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
@@ -205,7 +205,9 @@ def _worker_start(shared: str | None = None) -> None:
     """In each pool worker: leave SIGINT to the parent, which stops the workers itself; join
     the parent's launch memo."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    launch_memo.join(shared)
+    from npusim.cases.run import join_same_launches
+
+    join_same_launches(shared)
 
 
 def _kill_pool(pool: ProcessPoolExecutor) -> None:

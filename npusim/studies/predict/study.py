@@ -21,7 +21,6 @@ call runs on any of the chips is an NpusimError, not a prediction of 0 us.
 
 import os
 
-from npusim.engine import launch_memo
 from npusim.errors import NpusimError
 from npusim.face import provenance
 from npusim.studies.executor import run_points
@@ -59,7 +58,9 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
         return run_points(more, jobs=jobs, scheduler=scheduler, on_record=on_record,
                           fast=fast)
 
-    with launch_memo.scope():    # the graph forms rerun the aclnn forms' cube kernels
+    from npusim.cases.run import same_launches
+
+    with same_launches():    # the graph forms rerun the aclnn forms' cube kernels
         records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record,
                              fast=fast)
         forms = run_graph_forms(pairs, todo, records, points, run_more)
