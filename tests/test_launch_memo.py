@@ -69,4 +69,5 @@ def test_the_key_is_the_launch_not_where_gm_put_it():
         assert k != key(a, xa, ya, n=3) != key(a, xa, ya, n=3.0)
         assert k != key(a, xa, ya, t=np.arange(4)) != key(a, xa, ya, t=np.arange(1, 5))
         assert key(a, xa, ya, f=lambda: 0) is None          # not a kind the key knows
+        assert key(a, xb, ya) is None                       # another GM's tensor
     assert key(a, xa, ya) is None                           # no scope: no key

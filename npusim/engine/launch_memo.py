@@ -88,7 +88,7 @@ def launch_key(kernel_cls, chip, block_dim: int, args: dict, gm, labels: tuple,
     if not active() or "<locals>" in qual or GM_ALIGN_BYTES % chip.l2_line_bytes \
             or GM_ALIGN_BYTES % chip.gm_burst_bytes:
         return None
-    bases = [a for _, a, _ in gm.allocations]
+    bases = (gm, [a for _, a, _ in gm.allocations])
     try:
         body = (kernel_cls.__module__, qual, int(block_dim), labels, options,
                 _canon(args, bases, {}))
@@ -101,7 +101,7 @@ def launch_key(kernel_cls, chip, block_dim: int, args: dict, gm, labels: tuple,
     return digest.hexdigest()
 
 
-def _canon(value, bases: list, allocs: dict):
+def _canon(value, bases: tuple, allocs: dict):
     """``value`` as nested tuples of plain values (see the module docstring)."""
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return (type(value).__name__, value)
@@ -133,15 +133,17 @@ def _canon(value, bases: list, allocs: dict):
     raise _Unkeyable(type(value).__qualname__)
 
 
-def _canon_tensor(t, bases: list, allocs: dict) -> tuple:
-    """A GM tensor: which of the launch's allocations (numbered as met), offset, dtype, size."""
+def _canon_tensor(t, bases: tuple, allocs: dict) -> tuple:
+    """A GM tensor: which of the launch's allocations (numbered as met), offset, dtype, size.
+    ``bases``: (the launch's GM, its allocations' addresses)."""
     from bisect import bisect_right
 
-    i = bisect_right(bases, t.addr) - 1
-    if i < 0 or t.store is None:
-        raise _Unkeyable("tensor outside GM's allocations")
-    base = bases[i]
-    n = allocs.setdefault((id(t.store), base), len(allocs))
+    gm, addrs = bases
+    i = bisect_right(addrs, t.addr) - 1
+    if i < 0 or t.store is not gm:
+        raise _Unkeyable("a tensor outside the launch's GM allocations")
+    base = addrs[i]
+    n = allocs.setdefault(base, len(allocs))
     return ("gm", n, t.addr - base, t.dtype.str, t.size, t.limit - t.addr)
 
 
