@@ -154,10 +154,14 @@ class DataCopy(GmMove):
     atomic: bool = False
     pipe: str = field(init=False, default="")       # from the path, set once
     rate_key: str = field(init=False, default="")
-    # computed once: (reads, writes, [GM geometry], gm_write) at construction; (chip, charged
-    # bytes, body) at validate (the issue), so the run does not recompute them
-    spans: tuple = field(default=(), init=False, repr=False, compare=False)
-    timing: tuple = field(default=(None, 0, 0.0), init=False, repr=False, compare=False)
+    # computed once, as plain numbers (a kernel issues millions of these: the tuples the
+    # accessors build live only while used): the bytes each side spans at construction; the
+    # chip, charged bytes and body at validate (the issue), so the run does not recompute them
+    src_span: int = field(default=0, init=False, repr=False, compare=False)
+    dst_span: int = field(default=0, init=False, repr=False, compare=False)
+    timed_chip: object = field(default=None, init=False, repr=False, compare=False)
+    charged: int = field(default=0, init=False, repr=False, compare=False)
+    body_cycles: float = field(default=0.0, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         src, dst = self.src, self.dst
@@ -178,38 +182,36 @@ class DataCopy(GmMove):
         dst_span = (n - 1) * self.dst_stride + dst_len if n else 0
         if dst.addr < 0 or dst.addr + dst_span > dst.limit:
             dst.check(dst_span, "data_copy write")
-        side, stride = (dst, self.dst_stride) if gm_write else (src, self.src_stride)
-        object.__setattr__(self, "spans", (
-            ((src.store, src.addr, src.addr + src_span),),
-            ((dst.store, dst.addr, dst.addr + dst_span),),
-            [(side.addr, n, length, stride)], gm_write))
+        object.__setattr__(self, "src_span", src_span)
+        object.__setattr__(self, "dst_span", dst_span)
 
     @property
     def gm_write(self) -> bool:
-        return self.spans[3]
+        return self.dst.kind == "GM"
 
     def gm_geometry(self):
-        return self.spans[2][0]
+        if self.dst.kind == "GM":
+            return self.dst.addr, self.block_count, self.block_len, self.dst_stride
+        return self.src.addr, self.block_count, self.block_len, self.src_stride
 
     def gm_blocks(self) -> list[tuple[int, int, int, int]]:
-        return self.spans[2]
+        return [self.gm_geometry()]
 
     def validate(self, chip) -> None:
         check_path(chip, self.rate_key, self.name)
         charged = burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
-        object.__setattr__(self, "timing",
-                           (chip, charged, charged / chip.rate(self.rate_key, charged)))
+        object.__setattr__(self, "timed_chip", chip)
+        object.__setattr__(self, "charged", charged)
+        object.__setattr__(self, "body_cycles", charged / chip.rate(self.rate_key, charged))
 
     def charged_bytes(self, chip) -> int:
-        timing = self.timing
-        if timing[0] is chip:
-            return timing[1]
+        if self.timed_chip is chip:
+            return self.charged
         return burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
 
     def body(self, chip) -> float:
-        timing = self.timing
-        if timing[0] is chip:
-            return timing[2]
+        if self.timed_chip is chip:
+            return self.body_cycles
         nbytes = self.charged_bytes(chip)
         return nbytes / chip.rate(self.rate_key, nbytes)
 
@@ -237,10 +239,12 @@ class DataCopy(GmMove):
             full[...] = fill.view(np.uint8)
 
     def reads(self) -> tuple:
-        return self.spans[0]
+        src = self.src
+        return ((src.store, src.addr, src.addr + self.src_span),)
 
     def writes(self) -> tuple:
-        return self.spans[1]
+        dst = self.dst
+        return ((dst.store, dst.addr, dst.addr + self.dst_span),)
 
     def moved_bytes(self) -> int:
         return self.block_count * self.block_len

@@ -102,6 +102,20 @@ def test_trace_path_keeps_each_kernels_path_and_no_records(chip_name):
         _silu(trace="all")
 
 
+def test_a_graph_that_takes_the_records_is_the_same_graph():
+    """trace="path" builds each kernel's graph with take_records (its records are freed as
+    the graph grows): the same arrays and path as a graph that leaves them to the tracer."""
+    run = kernel_runs(_silu())[-1][3]
+    kept = RunGraph(run.tracer, run.chip)
+    n = len(run.tracer.records)
+    taken = RunGraph(run.tracer, run.chip, take_records=True)
+    assert run.tracer.records == [] and taken.n == kept.n == n
+    for name in ("core", "pipe", "issue", "start", "end", "kind", "pprev", "cprev", "match",
+                 "pop", "gm", "cost"):
+        assert getattr(taken, name) == getattr(kept, name), name
+    assert kernel_path(taken).steps == kernel_path(kept).steps
+
+
 @pytest.mark.parametrize("bad", [0, -2.0, "fast", True])
 def test_a_speedup_must_be_a_positive_number(bad):
     with pytest.raises(ChipModelError, match="allowed a number > 0"):

@@ -42,8 +42,14 @@ PIPE_KIND = {"exec": "x", "set": "s", "wait": "w", "xset": "X", "xwait": "W", "b
 class RunGraph:
     """The arrays of the graph of one kernel's run (see the module docstring)."""
 
-    def __init__(self, tracer, chip):
-        cores, pipes, insts, issue, start, end = columns(tracer.records)
+    def __init__(self, tracer, chip, take_records: bool = False):
+        """``take_records``: the tracer's records are dropped once read (a run whose records
+        are not wanted after its path: the graph then grows into the memory they held)."""
+        records = tracer.records
+        if take_records:
+            tracer.records = []
+        cores, pipes, insts, issue, start, end = columns(records)
+        del records
         self.chip, self.n = chip, len(insts)
         self.core, self.pipe, self.inst = cores, pipes, insts
         self.issue, self.start, self.end = issue, start, end

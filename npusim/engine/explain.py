@@ -113,14 +113,15 @@ def kernel_share(name: str, gap: int, launch: int, run, with_what_ifs: bool = Fa
     return share_of(name, gap, launch, run.cycles, run_path(name, run, with_what_ifs))
 
 
-def run_path(name: str, run, with_what_ifs: bool = False) -> tuple:
+def run_path(name: str, run, with_what_ifs: bool = False, take_records: bool = False) -> tuple:
     """(cycles by what, edges, KernelPath, what-if ends) of ``run``'s own path: what
-    ``share_of`` makes a KernelShare of (``npusim/engine/launch_memo.py`` keeps it)."""
+    ``share_of`` makes a KernelShare of (``npusim/engine/launch_memo.py`` keeps it). With
+    ``take_records`` the run's tracer is left without records (``RunGraph``)."""
     if getattr(run.tracer, "jittered", False):
         raise NpusimError(f"kernel {name}: the run was made with jitter: its dependency graph "
                           "cannot re-time a run made with jitter (run without it for the "
                           "critical path)")
-    graph = RunGraph(run.tracer, run.chip)
+    graph = RunGraph(run.tracer, run.chip, take_records)
     path = kernel_path(graph)
     by = path.by_what()
     ends = {label: retime(graph, scale, hbm).run_end

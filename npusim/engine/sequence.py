@@ -144,7 +144,7 @@ class OpRun:
 
         with gc_paused():
             if own is None:
-                own = run_path(part.name, part.result)
+                own = run_path(part.name, part.result, take_records=True)
             self.kernel_paths.append(share_of(part.name, part.wait_cycles,
                                               part.launch_cycles, part.result.cycles, own))
         part.result.tracer = None
