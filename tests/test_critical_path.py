@@ -3,9 +3,12 @@ graph re-timed with the recorded weights gives back every recorded time (each ed
 real) and the path's steps sum to the run's cycles; what-ifs are held against re-simulation
 with the chip model changed."""
 
+import re
+
 import networkx as nx
 import numpy as np
 import pytest
+from graph_reference import assert_links_match
 from test_every_kernel import KERNELS
 
 from npusim import ops
@@ -28,6 +31,7 @@ def _check_path(result) -> None:
     for share, (_name, _gap, _launch, run) in zip(path.kernels, kernel_runs(result),
                                                  strict=True):
         graph = RunGraph(run.tracer, run.chip)
+        assert_links_match(graph, run.tracer)
         times = retime(graph)
         for i in range(graph.n):   # every recorded time comes back from its dependencies
             assert times.start[i] == pytest.approx(graph.start[i], abs=1e-6), (i, graph.kind[i])
@@ -114,6 +118,19 @@ def test_a_graph_that_takes_the_records_is_the_same_graph():
                  "pop", "gm", "cost"):
         assert getattr(taken, name) == getattr(kept, name), name
     assert kernel_path(taken).steps == kernel_path(kept).steps
+
+
+def test_a_wait_without_its_set_is_named():
+    """A run whose records lack a wait's set (a corrupted trace) is refused, naming the flag,
+    the core and the counts, not given a path through a missing edge."""
+    run = kernel_runs(_silu())[-1][3]
+    graph = RunGraph(run.tracer, run.chip)
+    first_set = graph.kind.index("s")
+    run.tracer.records = [r for i, r in enumerate(run.tracer.records) if i != first_set]
+    key, core = graph.inst[first_set].key, graph.core[first_set]
+    with pytest.raises(NpusimError, match=rf"waits on flag {re.escape(str(key))} of core "
+                                          rf"{core} but \d+ sets recorded"):
+        RunGraph(run.tracer, run.chip)
 
 
 @pytest.mark.parametrize("bad", [0, -2.0, "fast", True])

@@ -20,23 +20,40 @@ from times:
   previous one in the order the run made them (``Tracer.gm``);
 - ``atomic``: an atomic add into the range the previous one still holds.
 
-The graph is kept as flat arrays (one entry per record) rather than networkx objects, so a run
-of millions of instructions fits; ``to_networkx`` gives the same graph as a ``networkx.DiGraph``
+The graph is kept as flat arrays (one entry per record, 8 bytes each) rather than networkx
+objects, so a run of millions of instructions fits; the links are computed a column at a time
+(``npusim/engine/graph_links.py``). ``to_networkx`` gives the same graph as a ``networkx.DiGraph``
 for runs up to ``NX_MAX_NODES`` records. Not represented: jitter (the graph re-times a run
 without it), and any order the run could have taken but did not (the recorded FIFO order of
 the shared servers and of atomic adds is kept when the graph is re-weighted).
 """
 
-from bisect import bisect_left
 from collections import defaultdict
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
+import numpy as np
+
+from npusim.engine.graph_links import (
+    Lanes,
+    Stream,
+    chain_links,
+    drain_links,
+    flag_links,
+    float_array,
+    gm_links,
+    int_array,
+    pipe_links,
+    server_links,
+    stall_links,
+)
 from npusim.engine.trace import columns
 from npusim.errors import NpusimError
 
 NX_MAX_NODES = 200_000   # records up to which to_networkx builds a networkx graph
-DRAIN_SEARCH = 64       # instructions back from a barrier searched for the one it waited for
 PIPE_KIND = {"exec": "x", "set": "s", "wait": "w", "xset": "X", "xwait": "W", "barrier": "b",
              "skip": "x"}   # a fast run's steady skip (isa/steady.py) is the pipe's own time
+_CROSS = frozenset(("X", "W", "Sxset", "Sxwait"))   # kinds of cross-core flag records
 
 
 class RunGraph:
@@ -53,40 +70,68 @@ class RunGraph:
         self.chip, self.n = chip, len(insts)
         self.core, self.pipe, self.inst = cores, pipes, insts
         self.issue, self.start, self.end = issue, start, end
-        self.kind = [PIPE_KIND[i.kind] if p != "S" else "S" + i.kind
-                     for p, i in zip(pipes, insts, strict=True)]
+        raw = list(map(attrgetter("kind"), insts))
+        scalar_kind = {k: "S" + k for k in set(raw)}
+        self.kind = [scalar_kind[k] if p == "S" else PIPE_KIND[k]
+                     for p, k in zip(pipes, raw, strict=True)]
+        del raw
         self.flag_cycles = chip.flag_cycles
-        n = self.n
-        self.pprev, self.pexec = [-1] * n, [-1] * n
-        self.cprev, self.cost = [-1] * n, [0.0] * n
-        self.pop, self.pop_at = [-1] * n, {}
-        self.match = [-1] * n
-        self.drains: dict = {}
-        self.rounds: dict = {}
         self._body = self._head = None    # built on first read (``body``, ``head``)
-        self.gm = [-1] * n
-        self.scalar_end: dict = {}
-        lanes = self._lanes()
-        self._chains(tracer, lanes)
-        self._flags()
-        self._cross(tracer)
-        self._gm(tracer, lanes)
+        self._links(tracer, chip)
 
-    def _lanes(self) -> dict:
-        """{(core, pipe): record indices in execution order}, and the links along each."""
-        lanes = defaultdict(list)
-        for i, key in enumerate(zip(self.core, self.pipe, strict=True)):
-            lanes[key].append(i)
-        kind, pprev, pexec = self.kind, self.pprev, self.pexec
-        for (_core, pipe), idx in lanes.items():
-            if pipe == "S":
-                continue
-            last, last_exec = -1, -1
-            for i in idx:
-                pprev[i], pexec[i], last = last, last_exec, i
-                if kind[i] == "x":
-                    last_exec = i
-        return lanes
+    def _links(self, tracer, chip) -> None:
+        """Every link array (``npusim/engine/graph_links.py``)."""
+        n, names = self.n, tuple(dict.fromkeys(self.pipe))
+        code = {name: k for k, name in enumerate(names)}
+        width = len(names)
+
+        def lane_code(rows):      # (core, pipe, ...) rows: their lanes' ids (-1: no such)
+            c = np.fromiter(map(itemgetter(0), rows), np.int64, len(rows))
+            p = np.fromiter(map(code.get, map(itemgetter(1), rows), repeat(-1)), np.int64,
+                            len(rows))
+            return np.where(p >= 0, c * width + p, -1)
+
+        core = np.fromiter(self.core, np.int64, n)
+        pipe = np.fromiter(map(code.__getitem__, self.pipe), np.int64, n)
+        issue = np.fromiter(self.issue, np.float64, n)
+        kinds = {k: j for j, k in enumerate(dict.fromkeys(self.kind))}
+        kind = np.fromiter(map(kinds.__getitem__, self.kind), np.int64, n)
+
+        def where(*names):
+            return np.flatnonzero(np.isin(kind, [kinds[k] for k in names if k in kinds]))
+
+        is_exec = kind == kinds.get("x", -1)
+        scalar = pipe == code.get("S", -1)
+        lanes = Lanes(core, pipe, names)
+        pprev, pexec = pipe_links(lanes, is_exec)
+        self.pprev, self.pexec = int_array(pprev), int_array(pexec)
+        ready, pop, self.pop_at = stall_links(tracer, lanes, lane_code, issue, chip.queue_depth)
+        self.pop = int_array(pop)
+        stream = Stream(core, issue, scalar)
+        end = np.fromiter(self.end, np.float64, n)
+        cprev, cost, out = chain_links(stream, issue, end, scalar, ready)
+        self.cprev, self.cost = int_array(cprev), float_array(cost)
+        ends = self.scalar_ends = dict(tracer.scalar_ends)
+        self.scalar_end = {c: (int(stream.order[last]), ends[c] - float(out[last]))
+                           for c, last in zip(stream.cores, stream.ends.tolist(), strict=True)
+                           if c in ends}
+        self.drains, self.rounds = drain_links(tracer, stream, lanes, self.kind,
+                                               where("Sbarrier", "Ssyncall"), self.core,
+                                               self.end)
+        self.match = flag_links(where("s", "Sset"), where("w", "Swait"), self.inst, core, n)
+        self._cross(tracer, where(*_CROSS).tolist())
+        self.match = int_array(self.match)
+        execs = np.flatnonzero(is_exec)
+        touches = np.zeros(n, bool)
+        touches[execs] = np.fromiter(map(attrgetter("touches_gm"),
+                                         map(self.inst.__getitem__, execs.tolist())),
+                                     bool, len(execs))
+        gm, grec = gm_links(tracer, core * width + pipe, touches, lane_code, n)
+        self.gm, self.grec = int_array(gm), int_array(grec)
+        self.gl2 = [x[2] for x in tracer.gm]
+        self.ghbm = [x[3] for x in tracer.gm]
+        ghprev, gaprev = server_links(tracer)
+        self.ghprev, self.gaprev = int_array(ghprev), int_array(gaprev)
 
     @property
     def body(self) -> list:
@@ -120,121 +165,15 @@ class RunGraph:
                 hit = cache[id(inst)] = (inst.body(chip), inst.head(chip))
             self._body[i], self._head[i] = hit
 
-    def _chains(self, tracer, lanes) -> None:
-        """Per core, the scalar's issue chain in stream order, its costs, its stalls, the
-        drains of its barriers and its SyncAll rounds."""
-        ends = self.scalar_ends = dict(tracer.scalar_ends)
-        drained = defaultdict(list)
-        for core, waited in tracer.drains:
-            drained[core].append(waited)
-        stalls = defaultdict(dict)     # per core: (pipe, issue) -> cycle it was ready
-        for c, p, t, ready in tracer.stalls:
-            stalls[c][(p, t)] = ready
-        syncs, rounds = defaultdict(int), defaultdict(list)
-        for core, events in self._per_core():
-            prev, prev_out = self._chain(core, events, stalls.get(core), lanes, drained[core],
-                                         syncs, rounds)
-            if core in ends:
-                self.scalar_end[core] = (prev, ends[core] - prev_out)
-        self.rounds = {i: members for members in rounds.values() for i in members}
-
-    def _per_core(self):
-        """(core, its records in stream order: by issue, a pipe's before the scalar's at one
-        cycle, then by record), the cores in the order they first appear."""
-        scalar = [p == "S" for p in self.pipe]
-        rank = {c: k for k, c in enumerate(dict.fromkeys(self.core))}
-        order = list(range(self.n))          # stable sorts, least significant key first
-        order.sort(key=scalar.__getitem__)
-        order.sort(key=self.issue.__getitem__)
-        order.sort(key=list(map(rank.__getitem__, self.core)).__getitem__)
-        start = 0
-        for k in range(1, self.n + 1):
-            if k == self.n or self.core[order[k]] != self.core[order[start]]:
-                yield self.core[order[start]], order[start:k]
-                start = k
-
-    def _chain(self, core, events, stalls, lanes, drained, syncs, rounds) -> tuple:
-        """One core's chain (see ``_chains``); returns its last record and the scalar's clock
-        after it."""
-        pipe, kind, issue, end = self.pipe, self.kind, self.issue, self.end
-        cprev, cost = self.cprev, self.cost
-        prev, prev_out, last = -1, 0.0, {}
-        for i in events:
-            t, name = issue[i], pipe[i]
-            cprev[i] = prev
-            if name != "S":
-                ready = stalls.get((name, t)) if stalls else None
-                if ready is None:
-                    cost[i] = t - prev_out
-                else:
-                    cost[i] = ready - prev_out
-                    self._stalled(i, lanes[(core, name)], t)
-                prev_out, last[name] = t, i
-            else:
-                cost[i] = t - prev_out
-                k = kind[i]
-                if k in ("Sbarrier", "Ssyncall"):
-                    waited = drained.pop(0) if drained else []
-                    self.drains[i] = self._drained(waited, last, lanes, core)
-                    if k == "Ssyncall":
-                        rounds[syncs[core]].append(i)
-                        syncs[core] += 1
-                prev_out = end[i]
-            prev = i
-        return prev, prev_out
-
-    def _stalled(self, i: int, lane: list, t: float) -> None:
-        """Record ``i`` issued at the pop of the entry ``queue_depth + 1`` places before it on
-        its pipe (``lane``: the pipe's records in order, ascending)."""
-        q = bisect_left(lane, i) - self.chip.queue_depth - 1
-        self.pop[i] = lane[q] if q >= 0 else -2
-        self.pop_at[i] = t
-
-    def _drained(self, waited, last, lanes, core) -> list:
-        """The records whose end let a barrier's drain go: of each pipe the run waited for,
-        the latest instruction issued before the barrier that ended when the drain did. (The
-        engine lets a drain pass a pipe whose last instruction has not started yet; such a
-        pipe is not waited for, and is no edge.)"""
-        out = []
-        for pipe, until in waited:
-            i = last.get(pipe)
-            lane = lanes[(core, pipe)]
-            k = bisect_left(lane, i) if i is not None else -1
-            stop = k - DRAIN_SEARCH
-            while k >= 0 and k > stop and abs(self.end[lane[k]] - until) > 1e-6:
-                k -= 1
-            if k == stop:
-                k = -1
-            if k >= 0:
-                out.append(lane[k])
-        return out
-
-    def _flags(self) -> None:
-        """The n-th set of a (src, dst, id) on a core releases the n-th wait of it there."""
-        sets, waits = defaultdict(list), defaultdict(list)
-        inst, core = self.inst, self.core    # a flag's sets (waits) are all on one pipe
-        for i, kind in enumerate(self.kind):
-            if kind == "s" or kind == "Sset":
-                sets[(core[i], inst[i].key)].append(i)
-            elif kind == "w" or kind == "Swait":
-                waits[(core[i], inst[i].key)].append(i)
-        for key, ws in waits.items():
-            ss = sets.get(key, [])
-            if len(ss) < len(ws):
-                raise NpusimError(f"dependency graph: {len(ws)} waits on flag {key[1]} of core "
-                                  f"{key[0]} but {len(ss)} sets recorded")
-            for w, s in zip(ws, ss, strict=False):
-                self.match[w] = s
-
     def visible(self, i, s, e) -> float:
         """When a cross-core set becomes visible to its peers: at once on S, else at its end."""
         return s if self.pipe[i] == "S" else e
 
-    def _cross(self, tracer) -> None:
+    def _cross(self, tracer, records: list) -> None:
         """The n-th cross-core set reaching a core (in the time it became visible) releases
         the n-th cross-core wait of that flag there."""
         sets, waits = defaultdict(list), defaultdict(list)
-        for i in range(self.n):
+        for i in records:
             kind = self.inst[i].kind
             if kind == "xset":
                 at = self.visible(i, self.start[i], self.end[i])
@@ -246,29 +185,6 @@ class RunGraph:
             ss = sorted(sets.get(key, []))
             for w, (_at, s) in zip(sorted(ws, key=self.start.__getitem__), ss, strict=False):
                 self.match[w] = s
-
-    def _gm(self, tracer, lanes) -> None:
-        """Link each GM exec record to its transfer and each transfer to the ones before it
-        on the L2 server, the HBM server and its atomic range."""
-        per_lane = defaultdict(list)
-        for g, (core, pipe, *_rest) in enumerate(tracer.gm):
-            per_lane[(core, pipe)].append(g)
-        self.grec = [0] * len(tracer.gm)
-        for key, gs in per_lane.items():
-            recs = [i for i in lanes.get(key, ()) if self.kind[i] == "x"
-                    and self.inst[i].touches_gm]
-            for g, i in zip(gs, recs, strict=True):
-                self.gm[i], self.grec[g] = g, i
-        self.gl2 = [x[2] for x in tracer.gm]
-        self.ghbm = [x[3] for x in tracer.gm]
-        self.ghprev, self.gaprev = [-1] * len(tracer.gm), [-1] * len(tracer.gm)
-        last_hbm, last_key = -1, {}
-        for g, (*_head, hbm, key) in enumerate(tracer.gm):
-            if hbm > 0:
-                self.ghprev[g], last_hbm = last_hbm, g
-            if key is not None:
-                self.gaprev[g] = last_key.get(key, -1)
-                last_key[key] = g
 
     def deps(self, node: int) -> list:
         """The nodes node ``node``'s time is computed from. Each record is two nodes: its issue
