@@ -66,10 +66,14 @@ def pipe_process(engine, pipe):
                 engine.end_time = max(engine.end_time, now, pipe.last_end)
                 _notify_idle(pipe)
                 return
-            key = inst.key if kind == "wait" else None
-            if key is not None and flags.get(key):   # already set: no generator to build
+            if kind == "exec":        # a GM move, or any instruction under jitter or a speedup
+                end = _exec_end(engine, pipe, inst, now)
+                if end > now:
+                    yield timeout(end - now)
+                _exec_done(engine, pipe, inst, t_issue, now, end, clock)
+            elif kind == "wait" and flags.get(inst.key):   # already set: no generator to build
                 pipe.blocked_on = None
-                visible = flags[key].popleft()
+                visible = flags[inst.key].popleft()
                 if visible > now:
                     yield timeout(visible - now)
                 _waited(engine, pipe, inst, t_issue, now, clock)
@@ -107,17 +111,10 @@ def _waited(engine, pipe, inst, t_issue, start, clock) -> None:
 
 
 def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
-    """The less common entries of a pipe's queue: GM moves (they reserve the shared servers
-    at their start), instructions under jitter, waits on flags not yet set, cross-core flags,
-    barriers."""
-    env = engine.env
-    if inst.kind == "exec":
-        start = env.now
-        end = _exec_end(engine, pipe, inst, start)
-        if end > start:
-            yield env.timeout(end - start)
-        _exec_done(engine, pipe, inst, t_issue, start, end, clock)
-    elif inst.kind == "skip":
+    """The less common entries of a pipe's queue: waits on flags not yet set, cross-core
+    flags, barriers, a fast run's steady skips. (Exec instructions that reserve the shared
+    servers, or run under jitter, are run by ``pipe_process`` itself.)"""
+    if inst.kind == "skip":
         yield from _pipe_skip(engine, pipe, inst, t_issue)
     else:
         yield from _run_sync(engine, pipe, inst, t_issue, clock)
