@@ -63,6 +63,10 @@ def burst_bytes(addr: int, count: int, length: int, stride: int, burst: int) -> 
     return int(((-(-(starts + length) // burst)) - starts // burst).sum()) * burst
 
 
+# (id(chip), rate key, GM address within its burst, count, length, stride) -> (chip, charged
+# bytes, body cycles) of a DataCopy: a kernel issues the same geometry at many addresses
+_MOVE_COSTS: dict = {}
+
 RATE_KEYS = {  # (src kind, dst kind) -> (pipe, rate key of the chip model)
     ("GM", "UB"): (Pipe.MTE2, "gm_to_ub_bytes_per_cycle"),
     ("GM", "L1"): (Pipe.MTE2, "gm_to_l1_bytes_per_cycle"),
@@ -198,11 +202,18 @@ class DataCopy(GmMove):
         return [self.gm_geometry()]
 
     def validate(self, chip) -> None:
-        check_path(chip, self.rate_key, self.name)
-        charged = burst_bytes(*self.gm_geometry(), chip.gm_burst_bytes)
+        addr, count, length, stride = self.gm_geometry()
+        burst = chip.gm_burst_bytes
+        key = (id(chip), self.rate_key, addr % burst, count, length, stride)
+        hit = _MOVE_COSTS.get(key)     # the charge depends on the address only in its burst
+        if hit is None or hit[0] is not chip:
+            check_path(chip, self.rate_key, self.name)
+            charged = burst_bytes(addr, count, length, stride, burst)
+            hit = _MOVE_COSTS[key] = (chip, charged,
+                                      charged / chip.rate(self.rate_key, charged))
         object.__setattr__(self, "timed_chip", chip)
-        object.__setattr__(self, "charged", charged)
-        object.__setattr__(self, "body_cycles", charged / chip.rate(self.rate_key, charged))
+        object.__setattr__(self, "charged", hit[1])
+        object.__setattr__(self, "body_cycles", hit[2])
 
     def charged_bytes(self, chip) -> int:
         if self.timed_chip is chip:

@@ -178,3 +178,29 @@ def test_burst_bytes_is_the_sum_over_blocks():
         blocks = sum(-(-(addr + i * stride + length) // burst) - (addr + i * stride) // burst
                      for i in range(count))
         assert burst_bytes(addr, count, length, stride, burst) == blocks * burst
+
+
+def test_a_copys_charge_depends_on_its_address_only_within_a_burst():
+    """DataCopy.validate keeps one charge per (chip, path, address within its burst, count,
+    length, stride): copies of one geometry at addresses a whole number of bursts apart
+    cost the same bytes and cycles, and each is what burst_bytes and the rate give."""
+    from npusim.engine.memory import Buffer, LocalTensor
+    from npusim.isa.move import DataCopy, burst_bytes
+
+    chip = load_chip("atlas-a2")
+    gm = GlobalMemory()
+    src = gm.tensor("x", np.float16, 1 << 16)
+    ub = LocalTensor(Buffer("UB", "aiv0", 1 << 16), 0, np.dtype(np.float16), 1 << 15,
+                     1 << 16, "ub")
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        count, length = int(rng.integers(1, 20)), 32 * int(rng.integers(1, 8))
+        stride = length + 32 * int(rng.integers(0, 5))
+        offset = 16 * int(rng.integers(0, 2000))          # elements: 32-byte steps
+        copy = DataCopy(dst=ub, src=src[offset], block_count=count, block_len=length,
+                        src_stride=stride, dst_stride=length)
+        copy.validate(chip)
+        charged = burst_bytes(src.addr + 2 * offset, count, length, stride,
+                              chip.gm_burst_bytes)
+        assert copy.charged_bytes(chip) == charged
+        assert copy.body(chip) == charged / chip.rate("gm_to_ub_bytes_per_cycle", charged)
