@@ -158,7 +158,9 @@ class GmBandwidth:
     def transfer(self, now: float, blocks, nbytes: int, write: bool) -> float:
         """Reserve the servers for one transfer starting at ``now``; return its finish time.
         ``blocks`` are the GM side's (addr, count, length, stride) groups, in bytes."""
-        missed = sum(self.l2.access_blocks(*g) for g in blocks)
+        l2 = self.l2
+        missed = (l2.access_blocks(*blocks[0]) if len(blocks) == 1
+                  else sum(l2.access_blocks(*g) for g in blocks))
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
         hbm = nbytes if write else missed * self.l2.line
         self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
