@@ -121,12 +121,16 @@ class RunGraph:
         self.match = flag_links(where("s", "Sset"), where("w", "Swait"), self.inst, core, n)
         self._cross(tracer, where(*_CROSS).tolist())
         self.match = int_array(self.match)
+        self._gm_links(tracer, core * width + pipe, is_exec, lane_code)
+
+    def _gm_links(self, tracer, lane_id, is_exec, lane_code) -> None:
+        """Each GM move's transfer and the transfers' order on the servers."""
         execs = np.flatnonzero(is_exec)
-        touches = np.zeros(n, bool)
+        touches = np.zeros(self.n, bool)
         touches[execs] = np.fromiter(map(attrgetter("touches_gm"),
                                          map(self.inst.__getitem__, execs.tolist())),
                                      bool, len(execs))
-        gm, grec = gm_links(tracer, core * width + pipe, touches, lane_code, n)
+        gm, grec = gm_links(tracer, lane_id, touches, lane_code, self.n)
         self.gm, self.grec = int_array(gm), int_array(grec)
         self.gl2 = [x[2] for x in tracer.gm]
         self.ghbm = [x[3] for x in tracer.gm]
