@@ -198,9 +198,6 @@ class DataCopy(GmMove):
             return self.dst.addr, self.block_count, self.block_len, self.dst_stride
         return self.src.addr, self.block_count, self.block_len, self.src_stride
 
-    def gm_blocks(self) -> list[tuple[int, int, int, int]]:
-        return [self.gm_geometry()]
-
     def validate(self, chip) -> None:
         addr, count, length, stride = self.gm_geometry()
         burst = chip.gm_burst_bytes

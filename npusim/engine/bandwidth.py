@@ -162,7 +162,7 @@ class GmBandwidth:
         missed = (l2.access_blocks(*blocks[0]) if len(blocks) == 1
                   else sum(l2.access_blocks(*g) for g in blocks))
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
-        hbm = nbytes if write else missed * self.l2.line
+        hbm = nbytes if write else missed * l2.line
         self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
         if hbm <= 0:
             return self.l2_free

@@ -37,7 +37,8 @@ def float_array(values) -> array:
 
 class Lanes:
     """The records of each (core, pipe) in record order: ``order[first[g]:first[g + 1]]`` are
-    lane ``g``'s; ``code[(core, pipe)]`` is its ``g``; ``pos[i]`` is record i's place in it."""
+    lane ``g``'s; ``code[(core, pipe)]`` and ``by_id[core * len(names) + pipe's place]`` are
+    its ``g``."""
 
     def __init__(self, core: np.ndarray, pipe_code: np.ndarray, names: tuple):
         n, width = len(core), len(names)
@@ -47,19 +48,9 @@ class Lanes:
         starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if n else np.zeros(0, int)
         self.first = np.r_[starts, n]
         self.group = np.repeat(np.arange(len(starts)), np.diff(self.first))
-        self.pos = np.empty(n, np.int64)
-        self.pos[self.order] = np.arange(n) - self.first[self.group]
-        self.lane_of = np.empty(n, np.int64)
-        self.lane_of[self.order] = self.group
-        self.code = {(int(i) // width, names[int(i) % width]): g
-                     for g, i in enumerate(ids[starts].tolist())}
-        self.is_scalar = np.array([names[int(i) % width] == "S" for i in ids[starts]], bool)
-        self.ids = ids[starts]        # each lane's core * len(names) + its pipe's place
-
-    def group_of(self, lane_ids: np.ndarray) -> np.ndarray:
-        """The lane (``g``) of each ``core * len(names) + pipe`` id; -1 where none."""
-        g = np.minimum(np.searchsorted(self.ids, lane_ids), max(len(self.ids) - 1, 0))
-        return np.where(self.ids[g] == lane_ids, g, -1) if len(self.ids) else g - 1
+        self.by_id = {i: g for g, i in enumerate(ids[starts].tolist())}
+        self.code = {(i // width, names[i % width]): g for i, g in self.by_id.items()}
+        self.is_scalar = np.array([names[i % width] == "S" for i in self.by_id], bool)
 
     def records(self, g: int) -> np.ndarray:
         return self.order[self.first[g]:self.first[g + 1]]
@@ -146,8 +137,8 @@ def stall_links(tracer, lanes: Lanes, lane_code, issue: np.ndarray, depth: int) 
         last = np.r_[(lane[1:] != lane[:-1]) | (at[1:] != at[:-1]), True]
         lane, at, when = lane[last], at[last], when[last]
         for lane_id in np.unique(lane).tolist():
-            g = int(lanes.group_of(np.array([lane_id]))[0])
-            if g < 0 or lanes.is_scalar[g]:
+            g = lanes.by_id.get(lane_id)
+            if g is None or lanes.is_scalar[g]:
                 continue
             lo, hi = np.searchsorted(lane, [lane_id, lane_id + 1])
             _stalled_on(lanes.records(g), at[lo:hi], when[lo:hi], issue, depth, ready, pop)
