@@ -40,6 +40,7 @@ class Instr:
     name: ClassVar[str] = "instr"
     kind: ClassVar[str] = "exec"
     touches_gm: ClassVar[bool] = False
+    serialises_at_l2: ClassVar[bool] = False   # GM adds that wait for each other's range
     checks_data: ClassVar[bool] = False   # whether execute can raise on the data it reads
 
     def validate(self, chip) -> None:

@@ -17,7 +17,7 @@ the tensor-position checks Ascend C makes at compile time.
 from dataclasses import dataclass
 from enum import StrEnum
 
-from npusim.dsl.context import current, issue, issue_again
+from npusim.dsl.context import current, issue, issue_again, issue_on
 from npusim.dtypes import dtype_of
 from npusim.engine.memory import LocalTensor
 from npusim.errors import NpusimError, TilingError
@@ -210,7 +210,8 @@ class DataCopyPadExtParams:
 
 def data_copy(dst, src, count_or_params) -> None:
     """DataCopy between GM and UB/L1 or between UB/L1 buffers; lengths 32-byte aligned."""
-    block = current().chip.block_bytes
+    ctx = current()
+    block = ctx.chip.block_bytes
     if isinstance(count_or_params, DataCopyParams):
         p = count_or_params
         n, length = p.block_count, p.block_len * block
@@ -225,11 +226,12 @@ def data_copy(dst, src, count_or_params) -> None:
                 f"data_copy of {count} {src.dtype} elements is {length} bytes, not a multiple of "
                 f"{block}: DataCopy moves whole 32-byte blocks; use data_copy_pad for the tail")
     if src.kind == "GM" or dst.kind == "GM":
-        issue(DataCopy(dst=dst, src=src, block_count=n, block_len=length, src_stride=s_stride,
-                       dst_stride=d_stride, atomic=dst.kind == "GM" and current().atomic))
+        issue_on(ctx, DataCopy(dst=dst, src=src, block_count=n, block_len=length,
+                               src_stride=s_stride, dst_stride=d_stride,
+                               atomic=dst.kind == "GM" and ctx.atomic))
     else:
-        issue(LocalCopy(dst=dst, src=src, block_count=n, block_len=length, src_stride=s_stride,
-                        dst_stride=d_stride))
+        issue_on(ctx, LocalCopy(dst=dst, src=src, block_count=n, block_len=length,
+                                src_stride=s_stride, dst_stride=d_stride))
 
 
 def data_copy_pad(dst, src, params: DataCopyExtParams, pad: DataCopyPadExtParams | None = None):

@@ -160,8 +160,7 @@ def _instr_signature(inst, chip) -> tuple:
     if kind == "exec":
         sig = (type(inst), inst.pipe, inst.body(chip), inst.head(chip))
         if inst.touches_gm:
-            sig += (inst.charged_bytes(chip), inst.gm_write,
-                    getattr(inst, "serialises_at_l2", False))
+            sig += (inst.charged_bytes(chip), inst.gm_write, inst.serialises_at_l2)
         return sig
     if kind in ("set", "wait"):     # not the event id: double buffers alternate them
         return (kind, inst.key[:2])

@@ -27,8 +27,6 @@ from collections import deque
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from npusim.isa.move import block_span
-
 
 class L2Cache:
     """Which GM lines are resident in L2 (a bit per line, FIFO eviction). ``order`` holds the
@@ -37,29 +35,30 @@ class L2Cache:
     def __init__(self, gm_bytes: int, l2_bytes: int, line_bytes: int):
         self.line = line_bytes
         self.capacity = l2_bytes // line_bytes
-        self.resident = np.zeros(gm_bytes // line_bytes + 2, np.bool_)
+        # the bits as bytes: numpy's view for whole-array work, the bytearray's C count for
+        # the short ranges most transfers touch (no slice object per access)
+        self.bits = bytearray(gm_bytes // line_bytes + 2)
+        self.resident = np.frombuffer(self.bits, np.bool_)
         self.count = 0
         self.order: deque = deque()
 
     def access(self, lo: int, hi: int) -> int:
         """Touch [lo, hi); return how many of its lines were not resident (now they are)."""
         a, b = lo // self.line, -(-hi // self.line)
-        if b <= a:
-            return 0
-        window = self.resident[a:b]
-        hits = int(np.count_nonzero(window)) if b - a > 1 else int(window[0])
-        if hits < b - a:
-            window[:] = True
-            self.count += (b - a) - hits
+        missed = self.bits.count(0, a, b)     # 0 for an empty range
+        if missed:
+            self.resident[a:b] = True
+            self.count += missed
             self.order.append((a, b))
-            self._evict()
-        return (b - a) - hits
+            if self.count > self.capacity:
+                self._evict()
+        return missed
 
     def access_blocks(self, addr: int, count: int, length: int, stride: int) -> int:
         """Touch ``count`` blocks of ``length`` bytes ``stride`` apart from ``addr``; return how
         many of the lines they overlap were not resident. Gaps between blocks are not touched."""
         if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
-            return self.access(addr, addr + block_span(addr, count, length, stride))
+            return self.access(addr, addr + ((count - 1) * stride + length if count else 0))
         grid = self._grid(addr, count, length, stride)
         if grid is not None:                  # the two common cases without index arrays
             hits = int(np.count_nonzero(grid))
@@ -72,7 +71,8 @@ class L2Cache:
             self.resident[fresh] = True
             self.count += int(fresh.size)
             self.order.append(fresh)   # evicted a line at a time (see _evict)
-            self._evict()
+            if self.count > self.capacity:
+                self._evict()
         return int(fresh.size)
 
     def _grid(self, addr: int, count: int, length: int, stride: int):
@@ -95,7 +95,8 @@ class L2Cache:
         self.count += count * per
         rows = np.arange(first, first + count * step, step, dtype=np.int64)
         self.order.append((rows[:, None] + np.arange(per, dtype=np.int64)).ravel())
-        self._evict()
+        if self.count > self.capacity:
+            self._evict()
         return count * per
 
     def _fresh_lines(self, addr: int, count: int, length: int, stride: int) -> np.ndarray:
@@ -161,8 +162,18 @@ class GmBandwidth:
         l2 = self.l2
         missed = (l2.access_blocks(*blocks[0]) if len(blocks) == 1
                   else sum(l2.access_blocks(*g) for g in blocks))
+        return self._serve(now, missed * l2.line, nbytes, write)
+
+    def transfer_one(self, now: float, addr: int, count: int, length: int, stride: int,
+                     nbytes: int, write: bool) -> float:
+        """``transfer`` of one block group, given as its numbers (most moves have one)."""
+        return self._serve(now, self.l2.access_blocks(addr, count, length, stride)
+                           * self.l2.line, nbytes, write)
+
+    def _serve(self, now: float, missed_bytes: int, nbytes: int, write: bool) -> float:
+        """Reserve L2 for the transfer and HBM for what it writes or missed; its end."""
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
-        hbm = nbytes if write else missed * l2.line
+        hbm = nbytes if write else missed_bytes
         self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
         if hbm <= 0:
             return self.l2_free

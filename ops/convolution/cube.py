@@ -272,13 +272,12 @@ class DxKernel(ConvCubeKernel):
         w_last = min(ws - 1, (cols.hi - 1) // sw)
         if w_last < w_first:
             return
+        row = DataCopyParams(block_count=w_last - w_first + 1, block_len=1, dst_stride=sw - 1)
         for k in range(kc1):
             for r in range(max(0, ceil_div(rows.lo, sh)), min(hs - 1, (rows.hi - 1) // sh) + 1):
                 at = ((k * rows.rows + r * sh - rows.lo) * cols.rows + w_first * sw - cols.lo)
-                data_copy(dst[at * self.c0], self.dy5[base + ((k * hs + r) * ws + w_first)
-                                                      * self.c0],
-                          DataCopyParams(block_count=w_last - w_first + 1, block_len=1,
-                                         dst_stride=sw - 1))
+                data_copy(dst[at * self.c0],
+                          self.dy5[base + ((k * hs + r) * ws + w_first) * self.c0], row)
 
     def load_b1(self, g, kd, k1_lo, kc1, n0, nn, krows):
         """The weight rows (taps) of kernel rows ``krows`` = (first, count) of the chunk's
