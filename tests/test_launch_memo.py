@@ -16,13 +16,17 @@ CHIPS = ("atlas-a2", "atlas-training")
 
 def _points():
     """Two ResNet-50 calls whose activations share a shape (their TransData repeat), and a
-    graph form (its cube kernels are the aclnn form's), on both chips, as predict runs them."""
+    graph form (its cube kernels are the aclnn form's), on both chips, as predict runs them;
+    and runs without a critical path, after the same launches with one (which they reuse) and
+    before (which do not reuse theirs: they have no path to give)."""
     wl = rescale(load_workload("resnet50-backward"), 2)
     points = []
-    for call in (wl.calls[1], wl.calls[2]):
+    for call, first in ((wl.calls[1], True), (wl.calls[2], False)):
         for chip in CHIPS:
             point = _point(call, chip, chip)
-            points += [point, {**point, "form": "5hd"}]
+            bare = {**point, "explain": False}
+            pair = [point, {**point, "form": "5hd"}, bare, {**bare, "form": "5hd"}]
+            points += pair if first else pair[2:] + pair[:2]
     return points
 
 
@@ -55,7 +59,7 @@ def test_the_key_is_the_launch_not_where_gm_put_it():
 
     def key(gm, x, y, **more):
         return launch_memo.launch_key(_Kernel, chip, 4, dict(x=x, y=y, **more), gm,
-                                      ("K", "K", "ascendc"), ("path", False, False))
+                                      ("K", "K", "ascendc"), (False, False))
 
     with launch_memo.scope():
         a, b = GlobalMemory(), GlobalMemory()
@@ -71,3 +75,24 @@ def test_the_key_is_the_launch_not_where_gm_put_it():
         assert key(a, xa, ya, f=lambda: 0) is None          # not a kind the key knows
         assert key(a, xb, ya) is None                       # another GM's tensor
     assert key(a, xa, ya) is None                           # no scope: no key
+
+
+def test_a_launch_without_a_trace_takes_a_traced_one_less_what_only_a_trace_gives():
+    from npusim.cases import find_case
+    from npusim.cases.run import run_case, same_launches
+
+    case = find_case("silu_backward")
+
+    def run(trace):
+        return run_case(case, "atlas-a2", (4096,), "float16", {}, numerics=False,
+                        sanitize=False, check=False, trace=trace).result
+
+    alone = run(False)
+    with same_launches():
+        traced = run("path")
+        before = launch_memo.COUNTS["reused"]
+        bare = run(False)
+        assert launch_memo.COUNTS["reused"] > before           # it took the traced launch's
+    assert "peak_live_bytes" in traced.stats["kernels"][0]
+    assert bare.cycles == alone.cycles
+    assert bare.stats["kernels"] == alone.stats["kernels"]

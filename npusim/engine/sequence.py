@@ -102,12 +102,16 @@ class OpRun:
         cls = with_tiling_read(kernel_cls, tiling, len(words), self.chip.tiling_line_bytes)
         key = self._memo_key(kernel_cls, block_dim, args, (name, op_type, impl))
         kept = launch_memo.lookup(key)
+        if kept is not None and self.path_only and kept[2] is None:
+            kept = None                 # kept by a launch without a trace: no path to share
         if kept is None:
             result = launch(cls, chip=self.chip, block_dim=block_dim, gm=self.gm, args=args,
                             outputs={}, mode=self.mode, numerics=self.numerics, **self.options)
         else:                       # the same launch ran before in this study
             self.gm.check_fits(self.chip)
             stats = kept[1] | {"wall_seconds": {"record": 0.0, "run": 0.0, "total": 0.0}}
+            if not self.options["trace"]:          # what only a trace gives
+                stats.pop("peak_live_bytes", None)
             result = Result(outputs={}, cycles=kept[0], chip=self.chip, mode=self.mode,
                             stats=stats)
         timed = self.mode == "timed"
@@ -134,7 +138,7 @@ class OpRun:
         fast = fast_launch(mode=self.mode, numerics=self.numerics, sanitize=opts["sanitize"],
                            jitter=None, eager=kernel_cls.reads_data)
         return launch_memo.launch_key(kernel_cls, self.chip, block_dim, args, self.gm, labels,
-                                      (opts["trace"], bool(opts["sanitize"]), fast))
+                                      (bool(opts["sanitize"]), fast))
 
     def _keep_path_only(self, part: KernelRun, own: tuple | None):
         """Take the kernel's critical-path share now (from ``own``, the same launch's path

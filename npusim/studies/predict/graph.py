@@ -6,7 +6,8 @@ runs no TransData of them. ``formats = "internal"`` predicts that: a call whose 
 graph form (``npusim/cases/five_hd.py``: the convolutions, batch norm and their gradients, the
 training series' mask pool pair, the elementwise operators on activations) runs it as a point of
 its own, simulated (and cached by the study-point cache) like any other; its time is that run's
-kernels. A call keeps its aclnn run when its operator has no graph form (the pooling operators,
+kernels. It records its critical path only in a workload of the internal formats, whose rows
+say what limits the graph form: in the aclnn formats a row shows the graph form's time alone. A call keeps its aclnn run when its operator has no graph form (the pooling operators,
 whose CANN kernels read NCHW; the GEMMs, the loss and the optimizer on ND or flat tensors), when
 the graph form does not take this call (``FiveHD.applies``), or when its aclnn run converts no
 activation and the graph form would do the same work (A2's BatchNormV3 on NCHW, an elementwise
@@ -30,8 +31,10 @@ NCHW_KERNELS = {
 }
 
 
-def plan(call, chip: str, rec, point: dict) -> tuple:
-    """(the graph form's point or None, why the call runs as it does in graph mode)."""
+def plan(call, chip: str, rec, point: dict, explain: bool = True) -> tuple:
+    """(the graph form's point or None, why the call runs as it does in graph mode).
+    ``explain``: the point records its critical path (a workload in the aclnn formats shows
+    only the graph form's time, so it does not)."""
     from npusim.cases import find_case
 
     if rec is None or rec["status"] != "ok":
@@ -48,16 +51,18 @@ def plan(call, chip: str, rec, point: dict) -> tuple:
     converts = any(is_conversion(k) for k in rec["kernels"])
     if not (converts or case.five_hd.pads(call.shape, dtype, params)):
         return None, "its aclnn run converts no activation: the same kernels in graph mode"
-    return {**point, "form": "5hd"}, f"graph form: {case.five_hd.kernels}"
+    return {**point, "form": "5hd", "explain": explain}, f"graph form: {case.five_hd.kernels}"
 
 
-def run_graph_forms(pairs: list, todo: list, records: list, points: list, run) -> dict:
+def run_graph_forms(pairs: list, todo: list, records: list, points: list, run,
+                    explain: bool = True) -> dict:
     """{index into pairs: {"record": the graph form's record or None, "why"}} for every call
-    that ran; ``run(points)`` runs the graph forms' points (the study's executor)."""
+    that ran; ``run(points)`` runs the graph forms' points (the study's executor);
+    ``explain``: whether they record their critical paths (``plan``)."""
     forms, extra, where = {}, [], []
     for i, rec, point in zip(todo, records, points, strict=True):
         call, chip = pairs[i]
-        graph_point, why = plan(call, chip, rec, point)
+        graph_point, why = plan(call, chip, rec, point, explain)
         forms[i] = {"record": None, "why": why}
         if graph_point is not None:
             extra.append(graph_point)

@@ -63,7 +63,8 @@ def predict(workload, chips=CHIPS, *, jobs: int = 1, scheduler=None, on_record=N
     with same_launches():    # the graph forms rerun the aclnn forms' cube kernels
         records = run_points(points, jobs=jobs, scheduler=scheduler, on_record=on_record,
                              fast=fast)
-        forms = run_graph_forms(pairs, todo, records, points, run_more)
+        forms = run_graph_forms(pairs, todo, records, points, run_more,
+                                explain=wl.formats == "internal")
     rows = [call_row(call, chip, None, wl.formats, elsewhere=not call.runs_on(product[chip]))
             for call, chip in pairs]
     for i, rec in zip(todo, records, strict=True):
