@@ -14,16 +14,16 @@ nothing is computed, GM is not written) is a function of what this module keys:
   every launch starts with L2 cold, so the bandwidth model serves two allocations' lines alike);
 - the run's options: fast or whole, sanitizer.
 
-Within ``scope()``, a launch whose key was seen takes the first launch's cycles, statistics
-and critical-path share instead of being simulated again. The trace does not change a
-launch's times, so it is not in the key: a launch without one takes an entry kept with a
-critical path (less ``peak_live_bytes``, which only a trace gives), and a launch that needs
-the path does not take an entry kept without one (it runs, and keeps its own). The first launch's own values are
+Within ``scope()``, a launch whose key was seen takes the first launch's cycles, statistics and
+critical-path share instead of being simulated again. The trace does not change a launch's
+times, so it is not in the key: a launch without one takes an entry kept with a critical path
+(less ``peak_live_bytes``, which only a trace gives), and a launch that needs the path does not
+take an entry kept without one (it runs, and keeps its own). The first launch's own values are
 the result: nothing is approximated (``tests/test_launch_memo.py`` holds a study's records
 equal with and without the scope). Launches with numerics, a full trace, jitter or an argument
 of another kind (a kernel class defined in a function, an object the key does not know) always
-run. The studies open the scope through the registry (``npusim.cases.run.same_launches``);
-its pool workers share it through a private temporary directory, removed when the scope ends;
+run. The studies open the scope through the registry (``npusim.cases.run.same_launches``); its
+pool workers share it through a private temporary directory, removed when the scope ends;
 nothing is kept from one study to the next (``studies/cache.py`` does that for whole points).
 """
 

@@ -6,13 +6,14 @@ runs no TransData of them. ``formats = "internal"`` predicts that: a call whose 
 graph form (``npusim/cases/five_hd.py``: the convolutions, batch norm and their gradients, the
 training series' mask pool pair, the elementwise operators on activations) runs it as a point of
 its own, simulated (and cached by the study-point cache) like any other; its time is that run's
-kernels. It records its critical path only in a workload of the internal formats, whose rows
-say what limits the graph form: in the aclnn formats a row shows the graph form's time alone. A call keeps its aclnn run when its operator has no graph form (the pooling operators,
-whose CANN kernels read NCHW; the GEMMs, the loss and the optimizer on ND or flat tensors), when
-the graph form does not take this call (``FiveHD.applies``), or when its aclnn run converts no
-activation and the graph form would do the same work (A2's BatchNormV3 on NCHW, an elementwise
-operator whose C is a multiple of C0): then the two formats share one run, and no second point
-is simulated.
+kernels. It records its critical path only in a workload of the internal formats, whose rows say
+what limits the graph form: in the aclnn formats a row shows the graph form's time alone. A call
+keeps its aclnn run when its operator has no graph form (the pooling operators, whose CANN
+kernels read NCHW; the GEMMs, the loss and the optimizer on ND or flat tensors), when the graph
+form does not take this call (``FiveHD.applies``), or when its aclnn run converts no activation
+and the graph form would do the same work (A2's BatchNormV3 on NCHW, an elementwise operator
+whose C is a multiple of C0): then the two formats share one run, and no second point is
+simulated.
 
 Not modelled: the TransData a graph would run around an operator whose kernel reads NCHW (A2's
 max pool and the global average pool, and the stem convolution's input images, which arrive
