@@ -27,6 +27,8 @@ from collections import deque
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from npusim.engine.memory import anonymous_mapping
+
 
 class L2Cache:
     """Which GM lines are resident in L2 (a bit per line, FIFO eviction). ``order`` holds the
@@ -35,9 +37,12 @@ class L2Cache:
     def __init__(self, gm_bytes: int, l2_bytes: int, line_bytes: int):
         self.line = line_bytes
         self.capacity = l2_bytes // line_bytes
-        # the bits as bytes: numpy's view for whole-array work, the bytearray's C count for
-        # the short ranges most transfers touch (no slice object per access)
-        self.bits = bytearray(gm_bytes // line_bytes + 2)
+        # a byte per line in an anonymous mapping (untouched pages cost no RAM): numpy's view
+        # for the strided work, a slice of the bytes themselves for the short ranges most
+        # transfers touch (a C count, no numpy call)
+        lines = gm_bytes // line_bytes + 2
+        held = anonymous_mapping(lines, shared=False)
+        self.bits = held if held is not None else bytearray(lines)
         self.resident = np.frombuffer(self.bits, np.bool_)
         self.count = 0
         self.order: deque = deque()
@@ -45,7 +50,7 @@ class L2Cache:
     def access(self, lo: int, hi: int) -> int:
         """Touch [lo, hi); return how many of its lines were not resident (now they are)."""
         a, b = lo // self.line, -(-hi // self.line)
-        missed = self.bits.count(0, a, b)     # 0 for an empty range
+        missed = self.bits[a:b].count(0)      # 0 for an empty range
         if missed:
             self.resident[a:b] = True
             self.count += missed

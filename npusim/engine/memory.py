@@ -183,12 +183,19 @@ def anonymous_zeros(nbytes: int, shared: bool) -> np.ndarray:
     pages cost no RAM, and none is a huge page (numpy asks for them on arrays of 4 MB and
     more, and a 2 MB page is held whole once any byte of it is written). MemoryError when the
     host refuses the mapping."""
+    mapping = anonymous_mapping(nbytes, shared)
+    return np.zeros(nbytes, np.uint8) if mapping is None else np.frombuffer(mapping, np.uint8)
+
+
+def anonymous_mapping(nbytes: int, shared: bool):
+    """The ``mmap`` under ``anonymous_zeros`` (its slices are ``bytes``), or None where the
+    host has no such mapping."""
     share = getattr(mmap, "MAP_SHARED" if shared else "MAP_PRIVATE", None)
     anonymous = getattr(mmap, "MAP_ANONYMOUS", None)
     if share is None or anonymous is None or nbytes == 0:
-        return np.zeros(nbytes, np.uint8)
+        return None
     try:
-        return np.frombuffer(mmap.mmap(-1, nbytes, flags=share | anonymous), np.uint8)
+        return mmap.mmap(-1, nbytes, flags=share | anonymous)
     except (OSError, ValueError, OverflowError) as exc:
         raise MemoryError(f"cannot reserve {nbytes:,} bytes") from exc
 
