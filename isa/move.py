@@ -156,13 +156,14 @@ class DataCopy(GmMove):
     dst_stride: int
     pad_value: float | None = None
     atomic: bool = False
-    pipe: str = field(init=False, default="")       # from the path, set once
-    rate_key: str = field(init=False, default="")
+    # set by __post_init__ (no default: the generated __init__ would set each twice)
+    pipe: str = field(init=False)       # from the path
+    rate_key: str = field(init=False)
     # computed once, as plain numbers (a kernel issues millions of these: the tuples the
     # accessors build live only while used): the bytes each side spans at construction; the
     # chip, charged bytes and body at validate (the issue), so the run does not recompute them
-    src_span: int = field(default=0, init=False, repr=False, compare=False)
-    dst_span: int = field(default=0, init=False, repr=False, compare=False)
+    src_span: int = field(init=False, repr=False, compare=False)
+    dst_span: int = field(init=False, repr=False, compare=False)
     timed_chip: object = field(default=None, init=False, repr=False, compare=False)
     charged: int = field(default=0, init=False, repr=False, compare=False)
     body_cycles: float = field(default=0.0, init=False, repr=False, compare=False)
