@@ -28,6 +28,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from npusim.engine.memory import anonymous_mapping
+from npusim.isa.move import block_span
 
 
 class L2Cache:
@@ -63,7 +64,7 @@ class L2Cache:
         """Touch ``count`` blocks of ``length`` bytes ``stride`` apart from ``addr``; return how
         many of the lines they overlap were not resident. Gaps between blocks are not touched."""
         if count <= 1 or stride - length < self.line:   # no gap can hold a whole line
-            return self.access(addr, addr + ((count - 1) * stride + length if count else 0))
+            return self.access(addr, addr + block_span(addr, count, length, stride))
         grid = self._grid(addr, count, length, stride)
         if grid is not None:                  # the two common cases without index arrays
             hits = int(np.count_nonzero(grid))
@@ -169,14 +170,9 @@ class GmBandwidth:
                   else sum(l2.access_blocks(*g) for g in blocks))
         return self._serve(now, missed * l2.line, nbytes, write)
 
-    def transfer_one(self, now: float, addr: int, count: int, length: int, stride: int,
-                     nbytes: int, write: bool) -> float:
-        """``transfer`` of one block group, given as its numbers (most moves have one)."""
-        return self._serve(now, self.l2.access_blocks(addr, count, length, stride)
-                           * self.l2.line, nbytes, write)
-
     def _serve(self, now: float, missed_bytes: int, nbytes: int, write: bool) -> float:
-        """Reserve L2 for the transfer and HBM for what it writes or missed; its end."""
+        """Reserve L2 for ``nbytes`` and HBM for what a write writes or a read takes from it
+        (``missed_bytes``); when both reservations end."""
         self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
         hbm = nbytes if write else missed_bytes
         self.l2_hit_bytes += max(nbytes - hbm, 0.0) if not write else 0.0
@@ -190,10 +186,4 @@ class GmBandwidth:
         """Hold both servers for ``nbytes`` through L2 and ``hbm`` of them to HBM, with no
         lines touched: the transfers a fast run's steady skip left out (isa/steady.py).
         Returns when both reservations end."""
-        self.l2_free = max(now, self.l2_free) + nbytes / self.l2_rate
-        self.l2_hit_bytes += max(nbytes - hbm, 0.0)
-        if hbm <= 0:
-            return self.l2_free
-        self.hbm_bytes += hbm
-        self.hbm_free = max(now, self.hbm_free) + hbm / self.hbm_rate
-        return max(self.l2_free, self.hbm_free)
+        return self._serve(now, hbm, nbytes, write=False)

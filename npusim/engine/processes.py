@@ -6,7 +6,6 @@ engine, core and pipe objects they work on are defined there. A fast run's stead
 rare paths.
 """
 
-from npusim.isa.move import DataCopy
 from npusim.isa.steady import SteadyTick
 
 
@@ -265,18 +264,7 @@ def _exec_end(engine, pipe, inst, start: float) -> float:
         hbm0 = bw.hbm_bytes
         nbytes = inst.charged_bytes(chip)
         own = end
-        if inst.__class__ is DataCopy:     # one block group: its numbers, no list of groups
-            dst = inst.dst
-            if dst.kind == "GM":
-                done = bw.transfer_one(start, dst.addr, inst.block_count, inst.block_len,
-                                       inst.dst_stride, nbytes, True)
-            else:
-                done = bw.transfer_one(start, inst.src.addr, inst.block_count, inst.block_len,
-                                       inst.src_stride, nbytes, False)
-        else:
-            done = bw.transfer(start, inst.gm_blocks(), nbytes, inst.gm_write)
-        if done > end:
-            end = done
+        end = max(end, bw.transfer(start, inst.gm_blocks(), nbytes, inst.gm_write))
         pipe.gm_wait += end - own
         pipe.gm_bytes += nbytes                 # for a fast run's steady skips
         pipe.gm_moves += 1
