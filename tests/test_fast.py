@@ -84,6 +84,21 @@ def test_period_and_ahead():
     assert steady._period(hist_bad, keys) == 0
 
 
+def test_an_odd_period_is_measured_over_two_of_itself():
+    """A period of 3 keys and signatures: the period is 6 (even), found once 6 iterations
+    repeat with period 3, not 12 with period 6; fewer than 6, or a break, finds none."""
+    keys = list("abc" * 5)
+    hist = [(j, sig, 0, 0) for j, sig in enumerate("abcabc")]
+    assert steady._period(hist, keys) == 6
+    assert steady._period(hist[:5], keys) == 0
+    hist_bad = [(j, sig, 0, 0) for j, sig in enumerate("abcabd")]
+    assert steady._period(hist_bad, keys) == 0
+    assert steady._ahead(keys, 6, 6) == 1               # items 6..11; 12..14 are not a period
+    assert steady._periodic(list("abc" * 4))           # 2 periods of 3 to measure, 6 to leave
+    assert not steady._periodic(list("abc" * 4)[:-1])
+    assert not steady._periodic(list("abab") + ["x"])   # an even period: still three of it
+
+
 def test_steady_yields_every_item_outside_a_fast_run():
     from npusim.dsl.context import CoreContext, recording
 

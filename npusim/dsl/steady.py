@@ -8,17 +8,21 @@ instructions with the same costs and flags.
 
 In a fast run the loop records its iterations, each with a signature of its instructions (class,
 pipe, kind, cycles, flags and GM bytes; not addresses, nor which event id or buffer of a double
-buffer it takes). Once the last ``2 p`` recorded iterations repeat with an even period of
-``p`` (p up to ``MAX_PERIOD``; even, so that a double buffer's two halves, which alternate in
-time, are both in a measured period) and the keys ahead keep that period, the whole periods
-ahead are not run: the stream gets one ``SteadySkip`` per pipe (``isa/steady.py``) and the
-timed run advances each pipe over the periods left out by the ones it ran, each left-out
-transfer waiting for the shared L2 and HBM as they are then. ``mode`` says what else a pipe
-spends there: ``"pace"``, its measured time less its waits on those servers (for loops whose
-pipes wait on each other's flags: the cube kernels); ``"stream"``, its own work alone (for
-loops bound by GM traffic shared with every core: TransData, whose vector pipe's measured
-time is its wait on a contended copy). The iterations after them (another key, or the last
-few) run as usual.
+buffer it takes). Once the last ``2 p`` recorded iterations repeat with an even period of ``p``
+(p up to ``MAX_PERIOD``; even, so that a double buffer's two halves, which alternate in time,
+are both in a measured period), or, when ``p`` is twice an odd ``q`` of at least 3, the last
+``p`` repeat with period ``q`` (each half of the measured period is then a whole period of keys
+and signatures, and the two halves of a double buffer swap between them: a loop whose core takes
+every 32nd of 13 M blocks repeats every 13 tasks, and waiting for two periods of 26 left a
+batch-256 gradInput 104 tasks a core one period to leave out), and the keys ahead keep that
+period, the whole periods ahead are not run: the stream gets one ``SteadySkip`` per pipe
+(``isa/steady.py``) and the timed run advances each pipe over the periods left out by the ones
+it ran, each left-out transfer waiting for the shared L2 and HBM as they are then. ``mode`` says
+what else a pipe spends there: ``"pace"``, its measured time less its waits on those servers
+(for loops whose pipes wait on each other's flags: the cube kernels); ``"stream"``, its own work
+alone (for loops bound by GM traffic shared with every core: TransData, whose vector pipe's
+measured time is its wait on a contended copy). The iterations after them (another key, or the
+last few) run as usual.
 
 One steady loop skips per core and launch: a loop opened inside another is the loop itself, so
 is every loop after one that skipped (its measured periods could hold the other pipes' skips
@@ -96,24 +100,40 @@ def _fast(ctx, items: list, keys: list, mode: str):
 def _period(history: list, keys: list) -> int:
     """The smallest even p with the last 2p recorded iterations periodic in signature and key
     (even: the two halves of a double buffer alternate in time though not in signature, so a
-    pace measured over one iteration would be one half's)."""
+    pace measured over one iteration would be one half's); for p twice an odd q of at least
+    3, the last p recorded periodic with period q."""
     n = len(history)
-    for p in range(2, min(MAX_PERIOD, n // 2) + 1, 2):
-        if all(history[-k][1] == history[-k - p][1]
-               and keys[history[-k][0]] == keys[history[-k - p][0]] for k in range(1, p + 1)):
+    for p in range(2, min(MAX_PERIOD, n) + 1, 2):
+        q = _half(p)
+        if q is None and 2 * p > n:
+            continue
+        step = q or p
+        if all(history[-k][1] == history[-k - step][1]
+               and keys[history[-k][0]] == keys[history[-k - step][0]]
+               for k in range(1, step + 1)):
             return p
     return 0
 
 
+def _half(p: int):
+    """p // 2 when it is odd and at least 3 (see _period), else None."""
+    q = p // 2
+    return q if q % 2 and q >= 3 else None
+
+
 def _periodic(keys: list) -> bool:
     """Whether some ``3 p`` consecutive keys repeat with an even period ``p`` (two periods to
-    measure, one to leave out)."""
+    measure, one to leave out), or for p twice an odd q (``_half``) ``4 q`` with period q."""
     n = len(keys)
-    for p in range(2, min(MAX_PERIOD, n // 3) + 1, 2):
+    for p in range(2, min(MAX_PERIOD, n // 2) + 1, 2):
+        q = _half(p)
+        step, need = (q, 3 * q) if q else (p, 2 * p)
+        if step + need > n:
+            continue
         run = 0
-        for x in range(p, n):
-            run = run + 1 if keys[x] == keys[x - p] else 0
-            if run >= 2 * p:
+        for x in range(step, n):
+            run = run + 1 if keys[x] == keys[x - step] else 0
+            if run >= need:
                 return True
     return False
 
