@@ -132,7 +132,8 @@ def _pace(inst, now: float, pipe) -> tuple | None:
     if len(ticks) < n:
         return None
     t0, busy, gm, hbm, moves, wait = ticks[-n]
-    clean = t0 >= core.skip_until - 1e-9 and not core.skipping
+    clean = (t0 >= core.skip_until - 1e-9
+             and all(g == inst.group for g in core.skipping))   # none of another skip
     if not clean and inst.template in pipe.paces:
         return pipe.paces[inst.template]
     pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
@@ -152,9 +153,11 @@ def _pipe_skip(engine, pipe, inst, t_issue):
     pace = _pace(inst, start, pipe)
     if pace is not None:
         core = pipe.core
-        core.skipping += 1
+        core.skipping[inst.group] += 1
         yield from _skip_moves(engine, pipe, pace, inst.period * inst.repeats, inst.mode)
-        core.skipping -= 1
+        core.skipping[inst.group] -= 1
+        if not core.skipping[inst.group]:
+            del core.skipping[inst.group]
         core.skip_until = max(core.skip_until, env.now)
     shift = inst.cycles[0] = env.now - start
     pipe.last_end += shift
