@@ -17,13 +17,14 @@ timed run what it left out:
   HBM now and waits for them, so the skip meets the other cores' traffic as it is then. A pipe
   without GM moves spends its measured time ("pace") or its busy cycles ("stream") per
   iteration. A pipe whose measured iterations overlap another pipe's earlier skip on its core
-  (it may have waited on that pipe) keeps instead the pace it measured at an earlier skip of
-  the same iterations (``template``), where it has one; the pipes' skips of the same ``group``
-  (one left-out stretch) do not spoil each other's measure, which ends before the pipe's own
-  skip. A pipe's skip takes a queue entry and is a record of the trace, so the critical path
-  runs through it (its cycles are shared out as the rest of the kernel's path is:
-  ``npusim/engine/cpath.py``). The scalar does not wait out its own skip: it runs ahead of the
-  pipes, whose queues hold it back.
+  (it may have waited on that pipe), or whose skip is not its core's first (``group`` above 0:
+  a later loop measures right after the last one's write-out), keeps instead the pace it
+  measured at an earlier skip of the same iterations (``template``), where it has one; the
+  pipes' skips of the same ``group`` (one left-out stretch) do not spoil each other's measure,
+  which ends before the pipe's own skip. A pipe's skip takes a queue entry and is a record of
+  the trace, so the critical path runs through it (its cycles are shared out as the rest of
+  the kernel's path is: ``npusim/engine/cpath.py``). The scalar does not wait out its own
+  skip: it runs ahead of the pipes, whose queues hold it back.
 
 The skip's cycles are those of its run (``cycles``, set when the run reaches it); ``skipped``
 on the scalar's skip counts the instructions left out, by name, for the run's statistics.

@@ -123,10 +123,12 @@ def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
 def _pace(inst, now: float, pipe) -> tuple | None:
     """(cycles, busy cycles, GM bytes, HBM bytes, GM moves, cycles the moves waited on the
     shared servers) per iteration left out by a steady skip the pipe reaches ``now``: those of
-    the ``period`` iterations before it (since the tick that far back), or, when another pipe
-    of the core was in a skip during them (the pipe may have waited on it), the pace it
-    measured at an earlier skip of the same iterations, if any (isa/steady.py). None: no tick
-    to measure from."""
+    the ``period`` iterations before it (since the tick that far back), or the pace it
+    measured at an earlier skip of the same iterations (``template``), if any, when another
+    pipe of the core was in an earlier skip during them (the pipe may have waited on it) or
+    this is not the core's first skip (a later loop measures a period or two right after the
+    last one's write-out: measured, the batch-64 A2 layer4 1x1 gradWeights came out 30% slow;
+    isa/steady.py). None: no tick to measure from."""
     ticks, core = pipe.ticks, pipe.core
     n = inst.period
     if len(ticks) < n:
@@ -134,7 +136,7 @@ def _pace(inst, now: float, pipe) -> tuple | None:
     t0, busy, gm, hbm, moves, wait = ticks[-n]
     clean = (t0 >= core.skip_until - 1e-9
              and all(g == inst.group for g in core.skipping))   # none of another skip
-    if not clean and inst.template in pipe.paces:
+    if (inst.group or not clean) and inst.template in pipe.paces:
         return pipe.paces[inst.template]
     pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
             (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n,
