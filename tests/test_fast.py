@@ -99,18 +99,6 @@ def test_an_odd_period_is_measured_over_two_of_itself():
     assert not steady._periodic(list("abab") + ["x"])   # an even period: still three of it
 
 
-def test_a_core_skips_again_only_a_period_it_skipped_before():
-    """After a core's first skip, a later loop leaves out only a period of the same
-    signatures: its pipes then hold a clean pace to fall back on (isa/steady.py)."""
-    from types import SimpleNamespace
-
-    ctx = SimpleNamespace(steady_templates=[])
-    assert steady._may_skip(ctx, 5)
-    ctx.steady_templates.append(5)
-    assert steady._may_skip(ctx, 5)
-    assert not steady._may_skip(ctx, 6)
-
-
 def test_steady_yields_every_item_outside_a_fast_run():
     from npusim.dsl.context import CoreContext, recording
 

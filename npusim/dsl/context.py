@@ -32,7 +32,7 @@ class CoreContext:
         self.checked: set = set()   # ids of objects issue_again has checked on this core
         self.fast = False        # a fast run: steady loops leave out repeated periods
         self.steady_depth = 0    # steady loops open (npusim/dsl/steady.py)
-        self.steady_templates: list = []   # each skip's period (template) on this core
+        self.steady_skipped = False   # a steady loop of this core left iterations out
         self.fresh_allocs = 0    # allocs of a queue buffer not used before (no wait)
 
     def issue(self, inst):

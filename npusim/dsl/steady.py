@@ -55,8 +55,9 @@ def steady(items, key, mode: str = "pace"):
     if mode not in MODES:
         raise NpusimError(f"steady(mode={mode!r}): allowed {', '.join(MODES)}")
     ctx = current()
-    # One steady loop at a time per core (after a skip, only periods skipped before: _fast)
-    if not ctx.fast or ctx.steady_depth:
+    # One steady loop at a time per core, and none after a loop that skipped: a later
+    # loop's measured periods could hold the other pipes' skips of the earlier one.
+    if not ctx.fast or ctx.steady_depth or ctx.steady_skipped:
         yield from items
         return
     items = list(items)
@@ -77,14 +78,14 @@ def _fast(ctx, items: list, keys: list, mode: str):
     j = 0
     while j < len(items):
         p = _period(history, keys)
-        ahead = _ahead(keys, j, p) if p else 0
-        template = _template(history[-p:]) if ahead else None
-        if ahead and _may_skip(ctx, template):
-            _skip(ctx, history[-p:], p, ahead, mode, template)
-            ctx.steady_templates.append(template)
-            j += ahead * p
-            history = []
-            continue
+        if p:
+            ahead = _ahead(keys, j, p)
+            if ahead:
+                _skip(ctx, history[-p:], p, ahead, mode)
+                ctx.steady_skipped = True
+                j += ahead * p
+                history = []
+                continue
         issue(_TICK)
         start, fresh = len(ctx.stream), ctx.fresh_allocs
         yield items[j]
@@ -145,17 +146,7 @@ def _ahead(keys: list, j: int, p: int) -> int:
     return (x - j) // p
 
 
-def _template(period: list) -> int:
-    """A hash of a period's iteration signatures: the same instructions, costs and flags."""
-    return hash(tuple(sig for _j, sig, _s, _e in period))
-
-
-def _may_skip(ctx, template: int) -> bool:
-    """The core's first skip, or a period it left out before (see the module docstring)."""
-    return not ctx.steady_templates or template in ctx.steady_templates
-
-
-def _skip(ctx, period: list, p: int, repeats: int, mode: str, template: int) -> None:
+def _skip(ctx, period: list, p: int, repeats: int, mode: str) -> None:
     """One SteadySkip per pipe, the scalar's last (it counts what was left out: the last
     period's instructions ``repeats`` times); the timed run measures each pipe over that
     period (isa/steady.py)."""
@@ -164,13 +155,13 @@ def _skip(ctx, period: list, p: int, repeats: int, mode: str, template: int) -> 
         skipped.update(inst.name for inst in ctx.stream[start:end] if inst.kind != "mark")
     for name in skipped:
         skipped[name] *= repeats
-    group = len(ctx.steady_templates)
+    template = hash(tuple(sig for _j, sig, _s, _e in period))
     for pipe in ctx.pipes:
         if pipe != Pipe.S:
             issue(SteadySkip(pipe=pipe, period=p, repeats=repeats, template=template,
-                             group=group, mode=mode))
+                             mode=mode))
     issue(SteadySkip(pipe=Pipe.S, period=p, repeats=repeats, template=template,
-                     group=group, skipped=skipped, mode=mode))
+                     skipped=skipped, mode=mode))
 
 
 def _signature(ctx, start: int, end: int, cache: dict) -> int:

@@ -123,20 +123,17 @@ def _run_pipe_inst(engine, pipe, inst, t_issue, clock):
 def _pace(inst, now: float, pipe) -> tuple | None:
     """(cycles, busy cycles, GM bytes, HBM bytes, GM moves, cycles the moves waited on the
     shared servers) per iteration left out by a steady skip the pipe reaches ``now``: those of
-    the ``period`` iterations before it (since the tick that far back), or the pace it
-    measured at an earlier skip of the same iterations (``template``), if any, when another
-    pipe of the core was in an earlier skip during them (the pipe may have waited on it) or
-    this is not the core's first skip (a later loop measures a period or two right after the
-    last one's write-out: measured, the batch-64 A2 layer4 1x1 gradWeights came out 30% slow;
-    isa/steady.py). None: no tick to measure from."""
+    the ``period`` iterations before it (since the tick that far back), or, when another pipe
+    of the core was in a skip during them (the pipe may have waited on it), the pace it
+    measured at an earlier skip of the same iterations, if any (isa/steady.py). None: no tick
+    to measure from."""
     ticks, core = pipe.ticks, pipe.core
     n = inst.period
     if len(ticks) < n:
         return None
     t0, busy, gm, hbm, moves, wait = ticks[-n]
-    clean = (t0 >= core.skip_until - 1e-9
-             and all(g == inst.group for g in core.skipping))   # none of another skip
-    if (inst.group or not clean) and inst.template in pipe.paces:
+    clean = t0 >= core.skip_until - 1e-9 and not core.skipping
+    if not clean and inst.template in pipe.paces:
         return pipe.paces[inst.template]
     pace = ((now - t0) / n, (pipe.busy_cycles - busy) / n, (pipe.gm_bytes - gm) / n,
             (pipe.hbm_bytes - hbm) / n, (pipe.gm_moves - moves) / n,
@@ -155,11 +152,9 @@ def _pipe_skip(engine, pipe, inst, t_issue):
     pace = _pace(inst, start, pipe)
     if pace is not None:
         core = pipe.core
-        core.skipping[inst.group] += 1
+        core.skipping += 1
         yield from _skip_moves(engine, pipe, pace, inst.period * inst.repeats, inst.mode)
-        core.skipping[inst.group] -= 1
-        if not core.skipping[inst.group]:
-            del core.skipping[inst.group]
+        core.skipping -= 1
         core.skip_until = max(core.skip_until, env.now)
     shift = inst.cycles[0] = env.now - start
     pipe.last_end += shift

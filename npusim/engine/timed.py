@@ -38,7 +38,7 @@ instruction at a time), instruction fetch, the scalar's branch costs beyond ``Sc
 """
 
 import random
-from collections import Counter, deque
+from collections import deque
 
 from simpy import Environment, Event
 from simpy.events import NORMAL
@@ -120,7 +120,7 @@ class CoreSim:
         self.san = None           # the race detector, when it follows this core
         self.ticks: list = []     # the scalar's clock at each steady loop tick (fast runs)
         self.skip_until = 0.0     # when the last steady skip of any of its pipes ends
-        self.skipping = Counter()   # its pipes in a steady skip now, by skip group
+        self.skipping = 0         # its pipes in a steady skip now
 
     # flags: per key, the times at which its pending sets become visible --------------------
     def set_flag(self, key, visible_at: float) -> None:
