@@ -101,13 +101,12 @@ def _period(history: list, keys: list) -> int:
     """The smallest even p with the last 2p recorded iterations periodic in signature and key
     (even: the two halves of a double buffer alternate in time though not in signature, so a
     pace measured over one iteration would be one half's); for p twice an odd q of at least
-    3, the last p recorded periodic with period q."""
+    3, the last p recorded periodic with period q (``_step``)."""
     n = len(history)
     for p in range(2, min(MAX_PERIOD, n) + 1, 2):
-        q = _half(p)
-        if q is None and 2 * p > n:
+        step = _step(p)
+        if 2 * step > n:
             continue
-        step = q or p
         if all(history[-k][1] == history[-k - step][1]
                and keys[history[-k][0]] == keys[history[-k - step][0]]
                for k in range(1, step + 1)):
@@ -115,25 +114,25 @@ def _period(history: list, keys: list) -> int:
     return 0
 
 
-def _half(p: int):
-    """p // 2 when it is odd and at least 3 (see _period), else None."""
+def _step(p: int) -> int:
+    """The period two of which confirm an even period ``p``: p // 2 when it is odd and at
+    least 3 (each half then a whole period), else p itself."""
     q = p // 2
-    return q if q % 2 and q >= 3 else None
+    return q if q % 2 and q >= 3 else p
 
 
 def _periodic(keys: list) -> bool:
-    """Whether some ``3 p`` consecutive keys repeat with an even period ``p`` (two periods to
-    measure, one to leave out), or for p twice an odd q (``_half``) ``4 q`` with period q."""
+    """Whether some keys repeat long enough for an even period ``p``: two of its ``_step`` to
+    measure and one ``p`` to leave out (3 p keys, or 4 q for p twice an odd q)."""
     n = len(keys)
     for p in range(2, min(MAX_PERIOD, n // 2) + 1, 2):
-        q = _half(p)
-        step, need = (q, 3 * q) if q else (p, 2 * p)
-        if step + need > n:
+        step = _step(p)
+        if 2 * step + p > n:
             continue
         run = 0
         for x in range(step, n):
             run = run + 1 if keys[x] == keys[x - step] else 0
-            if run >= need:
+            if run >= step + p:
                 return True
     return False
 
